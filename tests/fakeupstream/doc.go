@@ -1,0 +1,19 @@
+// Package fakeupstream is a strict, in-process fake of the OpenAI Responses
+// API (POST {base}/responses) for end-to-end tests of the reasoning relay.
+//
+// The fake validates every request the way the real service does (unknown
+// top-level parameters, flat tool definitions, input item shapes, matching
+// call ids, known include values) and answers with the wire format of the
+// Responses API: full Response objects for stream:false, and for
+// stream:true an SSE stream framed as "event: <type>\ndata: <json>\n\n" with
+// increasing sequence numbers and the documented event order.
+//
+// Reasoning items carry an opaque, verifiable encrypted_content bound to the
+// reasoning item id, the response id and the API key, so a relay that drops,
+// alters, re-labels or cross-replays a reasoning item gets the same kind of
+// error OpenAI returns (404 item not found, 400 invalid_encrypted_content).
+//
+// What a request is answered with is chosen by a script; the default script
+// reads a token such as "[[parallel_tools]]" or "[[slow:50ms]]" from the last
+// user message (see ParseScenario and DefaultScript).
+package fakeupstream
