@@ -1,0 +1,112 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Upstream is a client of one Responses API base URL with one credential.
+// The client's own Authorization never reaches it: requests carry only the
+// headers set here and those passed in explicitly.
+type Upstream struct {
+	base   *url.URL
+	apiKey string
+	client *http.Client
+}
+
+// NewUpstream returns a client for base (e.g. https://api.openai.com/v1).
+// The HTTP client has connection, TLS-handshake and dial timeouts but no
+// overall timeout: reasoning answers can take many minutes and are bounded
+// by the relay's idle deadlines instead.
+func NewUpstream(base, apiKey string) (*Upstream, error) {
+	u, err := ParseBaseURL(base)
+	if err != nil {
+		return nil, err
+	}
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	return &Upstream{
+		base:   u,
+		apiKey: apiKey,
+		client: &http.Client{
+			Transport: tr,
+			// never follow redirects: a redirect must not carry the
+			// credential to another place, and the API does not redirect
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}, nil
+}
+
+// ParseBaseURL validates an upstream base URL: absolute http(s), no user
+// info, query or fragment. A trailing slash is removed.
+func ParseBaseURL(base string) (*url.URL, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("upstream %q: %w", base, err)
+	}
+	if u.Scheme != "https" && u.Scheme != "http" {
+		return nil, fmt.Errorf("upstream %q: scheme must be https or http", base)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("upstream %q: missing host", base)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("upstream %q: must not carry credentials, a query or a fragment", base)
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath = ""
+	return u, nil
+}
+
+// Endpoint returns the absolute URL of path (e.g. "responses") under the base.
+func (c *Upstream) Endpoint(path string) string {
+	return c.base.String() + "/" + strings.TrimLeft(path, "/")
+}
+
+// Origin returns scheme://host of the base URL.
+func (c *Upstream) Origin() string { return c.base.Scheme + "://" + c.base.Host }
+
+// Post sends body to path under the base URL with the upstream credential.
+// extra headers (such as OpenAI-Beta) are added as given. The caller must
+// close the response body.
+func (c *Upstream) Post(ctx context.Context, path string, body []byte, stream bool, extra http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Endpoint(path), bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("building upstream request: %w", err)
+	}
+	for k, vs := range extra {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	req.Header.Set("Content-Type", "application/json")
+	if stream {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("upstream request: %w", err)
+	}
+	return resp, nil
+}
+
+// CloseIdle closes idle upstream connections (on Cleanup).
+func (c *Upstream) CloseIdle() { c.client.CloseIdleConnections() }
