@@ -1,0 +1,591 @@
+package translate
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
+)
+
+// chatTranslator holds the state of one Chat body translation.
+type chatTranslator struct {
+	req         *Request
+	customTools map[string]bool // names of custom tools in this request
+	customCalls map[string]bool // call ids of custom tool calls seen in history
+}
+
+// translateChat translates a classic Chat Completions body (WIRE §7.1).
+func translateChat(req *Request, top map[string]json.RawMessage, fs fieldSet, alias Alias, cfg *Config) *apierr.Error {
+	t := &chatTranslator{req: req}
+	var p policy
+	var format json.RawMessage
+	var verbosity json.RawMessage
+	var maxCompletion, maxTokens json.RawMessage
+	for _, k := range sortedKeys(top) {
+		v := top[k]
+		switch k {
+		case "model", "messages":
+			// handled below
+		case "stream":
+			if !isBool(v) {
+				return invalidType(k, "a boolean")
+			}
+			req.Stream = string(v) == "true"
+			fs[k] = v
+		case "stream_options":
+			so, aerr := parseStreamOptions(v)
+			if aerr != nil {
+				return aerr
+			}
+			req.IncludeUsage = so.includeUsage
+			if so.obfuscation != nil {
+				var w objectWriter
+				w.raw("include_obfuscation", so.obfuscation)
+				fs[k] = w.bytes()
+			}
+		case "tools":
+			tools, aerr := t.tools(v)
+			if aerr != nil {
+				return aerr
+			}
+			fs[k] = tools
+		case "tool_choice":
+			tc, aerr := toolChoice(k, v)
+			if aerr != nil {
+				return aerr
+			}
+			fs[k] = tc
+		case "parallel_tool_calls", "temperature", "top_p", "user", "safety_identifier",
+			"prompt_cache_key", "prompt_cache_retention", "prompt_cache_options", "moderation",
+			"metadata", "service_tier":
+			fs[k] = v
+		case "response_format":
+			f, aerr := responseFormat(v)
+			if aerr != nil {
+				return aerr
+			}
+			format = f
+		case "verbosity":
+			if !isString(v) {
+				return invalidType(k, "a string")
+			}
+			verbosity = v
+		case "reasoning_effort":
+			s, ok := unquote(v)
+			if !ok {
+				return invalidType(k, "a string")
+			}
+			p.effort = s
+		case "max_completion_tokens":
+			if !isNumber(v) {
+				return invalidType(k, "an integer")
+			}
+			maxCompletion = v
+		case "max_tokens":
+			if !isNumber(v) {
+				return invalidType(k, "an integer")
+			}
+			maxTokens = v
+		case "store":
+			if !isBool(v) {
+				return invalidType(k, "a boolean")
+			}
+			p.store = v
+		case "n":
+			var n float64
+			if err := json.Unmarshal(v, &n); err != nil {
+				return invalidType(k, "an integer")
+			}
+			if n != 1 {
+				return unsupportedValue(k, "Unsupported value: 'n' must be 1; this model returns a single choice.")
+			}
+		case "logprobs":
+			if !isBool(v) {
+				return invalidType(k, "a boolean")
+			}
+			if string(v) == "true" {
+				return unsupportedValue(k, "Unsupported value: 'logprobs' is not supported with this model.")
+			}
+		case "modalities":
+			var mods []string
+			if err := json.Unmarshal(v, &mods); err != nil {
+				return invalidType(k, "an array of strings")
+			}
+			for _, m := range mods {
+				if m == "audio" {
+					return unsupportedValue(k, "Unsupported value: 'modalities' does not support 'audio' with this model.")
+				}
+			}
+		case "stop", "top_logprobs", "audio", "web_search_options", "functions", "function_call":
+			return unsupportedParam(k, "is not supported with this model")
+		case "seed", "logit_bias", "frequency_penalty", "presence_penalty", "prediction":
+			// No Responses equivalent; dropped (WIRE §7.1).
+		default:
+			return unknownParam(k)
+		}
+	}
+	switch {
+	case maxCompletion != nil:
+		fs["max_output_tokens"] = maxCompletion
+	case maxTokens != nil:
+		fs["max_output_tokens"] = maxTokens
+	}
+	if p.effort != "" {
+		var w objectWriter
+		w.str("effort", p.effort)
+		p.reasoning = w.bytes()
+	}
+	if format != nil || verbosity != nil {
+		var w objectWriter
+		if format != nil {
+			w.raw("format", format)
+		}
+		if verbosity != nil {
+			w.raw("verbosity", verbosity)
+			p.verbosity = true
+		}
+		p.text = w.bytes()
+	}
+	if aerr := t.messages(top["messages"]); aerr != nil {
+		return aerr
+	}
+	return applyPolicy(req, alias, cfg, p, fs)
+}
+
+// streamOptions is the decoded stream_options object.
+type streamOptions struct {
+	includeUsage bool
+	obfuscation  json.RawMessage
+}
+
+func parseStreamOptions(v json.RawMessage) (streamOptions, *apierr.Error) {
+	var so struct {
+		IncludeUsage       json.RawMessage `json:"include_usage"`
+		IncludeObfuscation json.RawMessage `json:"include_obfuscation"`
+	}
+	if !isObject(v) || json.Unmarshal(v, &so) != nil {
+		return streamOptions{}, invalidType("stream_options", "an object")
+	}
+	var out streamOptions
+	if !isNull(so.IncludeUsage) {
+		if !isBool(so.IncludeUsage) {
+			return out, invalidType("stream_options.include_usage", "a boolean")
+		}
+		out.includeUsage = string(so.IncludeUsage) == "true"
+	}
+	if !isNull(so.IncludeObfuscation) {
+		if !isBool(so.IncludeObfuscation) {
+			return out, invalidType("stream_options.include_obfuscation", "a boolean")
+		}
+		out.obfuscation = so.IncludeObfuscation
+	}
+	return out, nil
+}
+
+// chatMessage is one Chat message; unknown members (name, audio, ...) are ignored.
+type chatMessage struct {
+	Role       json.RawMessage `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Refusal    json.RawMessage `json:"refusal"`
+	ToolCalls  json.RawMessage `json:"tool_calls"`
+	ToolCallID json.RawMessage `json:"tool_call_id"`
+}
+
+func (t *chatTranslator) messages(raw json.RawMessage) *apierr.Error {
+	if isNull(raw) {
+		return missing("messages")
+	}
+	var msgs []json.RawMessage
+	if !isArray(raw) || json.Unmarshal(raw, &msgs) != nil {
+		return invalidType("messages", "an array")
+	}
+	if len(msgs) == 0 {
+		return invalidValue("messages", "Invalid 'messages': empty array. Expected an array with minimum length 1.")
+	}
+	req := t.req
+	req.History = make([]Message, 0, len(msgs))
+	req.Input = make([]json.RawMessage, 0, len(msgs)+len(msgs)/2)
+	for i, m := range msgs {
+		param := fmt.Sprintf("messages[%d]", i)
+		var cm chatMessage
+		if !isObject(m) || json.Unmarshal(m, &cm) != nil {
+			return invalidType(param, "an object")
+		}
+		role, ok := unquote(cm.Role)
+		if !ok {
+			if isNull(cm.Role) {
+				return missing(param + ".role")
+			}
+			return invalidType(param+".role", "a string")
+		}
+		from := len(req.Input)
+		var aerr *apierr.Error
+		switch role {
+		case "system", "developer", "user":
+			aerr = t.inputMessage(param, role, cm.Content)
+		case "assistant":
+			aerr = t.assistant(param, &cm)
+		case "tool":
+			aerr = t.toolResult(param, &cm)
+		case "function":
+			aerr = unsupportedValue(param+".role",
+				"Unsupported value: role 'function' is deprecated and not supported; use tool messages.")
+		default:
+			aerr = invalidValue(param+".role", fmt.Sprintf("Invalid value for '%s.role': unknown role.", param))
+		}
+		if aerr != nil {
+			return aerr
+		}
+		req.History = append(req.History, Message{Raw: m, Role: role, Items: [2]int{from, len(req.Input)}})
+	}
+	return nil
+}
+
+// chatPart is one content part of a Chat message.
+type chatPart struct {
+	Type     string          `json:"type"`
+	Text     json.RawMessage `json:"text"`
+	Refusal  json.RawMessage `json:"refusal"`
+	ImageURL json.RawMessage `json:"image_url"`
+	File     json.RawMessage `json:"file"`
+}
+
+func parseParts(param string, content json.RawMessage) ([]json.RawMessage, *apierr.Error) {
+	var parts []json.RawMessage
+	if err := json.Unmarshal(content, &parts); err != nil {
+		return nil, invalidType(param, "a string or an array of content parts")
+	}
+	return parts, nil
+}
+
+func decodePart(param string, raw json.RawMessage) (chatPart, *apierr.Error) {
+	var p chatPart
+	if !isObject(raw) || json.Unmarshal(raw, &p) != nil {
+		return p, invalidType(param, "a content part object")
+	}
+	return p, nil
+}
+
+// inputMessage translates a system, developer or user message.
+func (t *chatTranslator) inputMessage(param, role string, content json.RawMessage) *apierr.Error {
+	if isNull(content) {
+		return missing(param + ".content")
+	}
+	b := make([]byte, 0, len(content)+64)
+	b = append(b, `{"type":"message","role":`...)
+	b = appendString(b, role)
+	b = append(b, `,"content":`...)
+	if isString(content) {
+		b = append(b, content...)
+		t.req.Input = append(t.req.Input, append(b, '}'))
+		return nil
+	}
+	cparam := param + ".content"
+	parts, aerr := parseParts(cparam, content)
+	if aerr != nil {
+		return aerr
+	}
+	b = append(b, '[')
+	for j, raw := range parts {
+		pp := fmt.Sprintf("%s[%d]", cparam, j)
+		p, aerr := decodePart(pp, raw)
+		if aerr != nil {
+			return aerr
+		}
+		if j > 0 {
+			b = append(b, ',')
+		}
+		switch {
+		case p.Type == "text":
+			if !isString(p.Text) {
+				return invalidType(pp+".text", "a string")
+			}
+			b = append(b, `{"type":"input_text","text":`...)
+			b = append(b, p.Text...)
+			b = append(b, '}')
+		case p.Type == "image_url" && role == "user":
+			b, aerr = appendImage(b, pp, p.ImageURL)
+		case p.Type == "file" && role == "user":
+			b, aerr = appendFile(b, pp, p.File)
+		case p.Type == "input_audio" && role == "user":
+			return unsupportedValue(pp, "Unsupported content part: 'input_audio' is not supported by this model.")
+		case (p.Type == "input_text" || p.Type == "input_image" || p.Type == "input_file") && role == "user":
+			// Responses-style part inside a Chat body: already in upstream form.
+			b = append(b, raw...)
+		default:
+			return invalidValue(pp+".type", fmt.Sprintf("Invalid content part type for a %s message.", role))
+		}
+		if aerr != nil {
+			return aerr
+		}
+	}
+	b = append(b, ']', '}')
+	t.req.Input = append(t.req.Input, b)
+	return nil
+}
+
+func appendImage(b []byte, param string, raw json.RawMessage) ([]byte, *apierr.Error) {
+	var url, detail json.RawMessage
+	switch {
+	case isString(raw):
+		url = raw
+	case isObject(raw):
+		var img struct {
+			URL    json.RawMessage `json:"url"`
+			Detail json.RawMessage `json:"detail"`
+		}
+		if err := json.Unmarshal(raw, &img); err != nil {
+			return b, invalidType(param+".image_url", "an object")
+		}
+		url, detail = img.URL, img.Detail
+	default:
+		return b, missing(param + ".image_url")
+	}
+	if !isString(url) {
+		return b, missing(param + ".image_url.url")
+	}
+	if isNull(detail) {
+		detail = json.RawMessage(`"auto"`)
+	} else if !isString(detail) {
+		return b, invalidType(param+".image_url.detail", "a string")
+	}
+	b = append(b, `{"type":"input_image","image_url":`...)
+	b = append(b, url...)
+	b = append(b, `,"detail":`...)
+	b = append(b, detail...)
+	return append(b, '}'), nil
+}
+
+func appendFile(b []byte, param string, raw json.RawMessage) ([]byte, *apierr.Error) {
+	var f struct {
+		FileData json.RawMessage `json:"file_data"`
+		FileID   json.RawMessage `json:"file_id"`
+		Filename json.RawMessage `json:"filename"`
+	}
+	if !isObject(raw) || json.Unmarshal(raw, &f) != nil {
+		return b, invalidType(param+".file", "an object")
+	}
+	b = append(b, `{"type":"input_file"`...)
+	for _, kv := range [...]struct {
+		k string
+		v json.RawMessage
+	}{{"file_data", f.FileData}, {"file_id", f.FileID}, {"filename", f.Filename}} {
+		if isNull(kv.v) {
+			continue
+		}
+		if !isString(kv.v) {
+			return b, invalidType(param+".file."+kv.k, "a string")
+		}
+		b = append(b, ',')
+		b = appendString(b, kv.k)
+		b = append(b, ':')
+		b = append(b, kv.v...)
+	}
+	return append(b, '}'), nil
+}
+
+// assistant translates an assistant message into an optional message item
+// followed by its tool calls.
+func (t *chatTranslator) assistant(param string, cm *chatMessage) *apierr.Error {
+	var parts []byte // comma-separated output content parts
+	addPart := func(kind string, val json.RawMessage) {
+		if len(parts) > 0 {
+			parts = append(parts, ',')
+		}
+		if kind == "refusal" {
+			parts = append(parts, `{"type":"refusal","refusal":`...)
+			parts = append(parts, val...)
+			parts = append(parts, '}')
+			return
+		}
+		parts = append(parts, `{"type":"output_text","text":`...)
+		parts = append(parts, val...)
+		parts = append(parts, `,"annotations":[]}`...)
+	}
+	cparam := param + ".content"
+	switch {
+	case isNull(cm.Content):
+	case isString(cm.Content):
+		if string(cm.Content) != `""` {
+			addPart("text", cm.Content)
+		}
+	default:
+		list, aerr := parseParts(cparam, cm.Content)
+		if aerr != nil {
+			return aerr
+		}
+		for j, raw := range list {
+			pp := fmt.Sprintf("%s[%d]", cparam, j)
+			p, aerr := decodePart(pp, raw)
+			if aerr != nil {
+				return aerr
+			}
+			switch p.Type {
+			case "text", "output_text":
+				if !isString(p.Text) {
+					return invalidType(pp+".text", "a string")
+				}
+				addPart("text", p.Text)
+			case "refusal":
+				if !isString(p.Refusal) {
+					return invalidType(pp+".refusal", "a string")
+				}
+				addPart("refusal", p.Refusal)
+			default:
+				return invalidValue(pp+".type", "Invalid content part type for an assistant message.")
+			}
+		}
+	}
+	if !isNull(cm.Refusal) {
+		if !isString(cm.Refusal) {
+			return invalidType(param+".refusal", "a string")
+		}
+		addPart("refusal", cm.Refusal)
+	}
+	var calls []json.RawMessage
+	if !isNull(cm.ToolCalls) {
+		if !isArray(cm.ToolCalls) || json.Unmarshal(cm.ToolCalls, &calls) != nil {
+			return invalidType(param+".tool_calls", "an array")
+		}
+	}
+	if len(parts) > 0 || len(calls) == 0 {
+		if len(parts) == 0 {
+			addPart("text", json.RawMessage(`""`))
+		}
+		b := make([]byte, 0, len(parts)+64)
+		b = append(b, `{"type":"message","role":"assistant","content":[`...)
+		b = append(b, parts...)
+		b = append(b, ']', '}')
+		t.req.Input = append(t.req.Input, b)
+	}
+	for k, raw := range calls {
+		item, aerr := t.toolCall(fmt.Sprintf("%s.tool_calls[%d]", param, k), raw)
+		if aerr != nil {
+			return aerr
+		}
+		t.req.Input = append(t.req.Input, item)
+	}
+	return nil
+}
+
+// chatToolCall is one assistant tool call in Chat form.
+type chatToolCall struct {
+	ID       json.RawMessage `json:"id"`
+	Type     string          `json:"type"`
+	Function *struct {
+		Name      json.RawMessage `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+	Custom *struct {
+		Name  json.RawMessage `json:"name"`
+		Input json.RawMessage `json:"input"`
+	} `json:"custom"`
+}
+
+func (t *chatTranslator) toolCall(param string, raw json.RawMessage) (json.RawMessage, *apierr.Error) {
+	var tc chatToolCall
+	if !isObject(raw) || json.Unmarshal(raw, &tc) != nil {
+		return nil, invalidType(param, "a tool call object")
+	}
+	id, ok := unquote(tc.ID)
+	if !ok || id == "" {
+		return nil, missing(param + ".id")
+	}
+	var name, payload json.RawMessage
+	var payloadParam string
+	custom := false
+	switch {
+	case (tc.Type == "function" || tc.Type == "") && tc.Function != nil:
+		name, payload, payloadParam = tc.Function.Name, tc.Function.Arguments, param+".function.arguments"
+		if n, ok := unquote(name); ok && t.customTools[n] {
+			// A custom call we returned to Cursor as a function call.
+			custom = true
+		}
+		if !isString(name) {
+			return nil, missing(param + ".function.name")
+		}
+	case tc.Type == "custom" && tc.Custom != nil:
+		name, payload, payloadParam = tc.Custom.Name, tc.Custom.Input, param+".custom.input"
+		custom = true
+		if !isString(name) {
+			return nil, missing(param + ".custom.name")
+		}
+	default:
+		return nil, invalidValue(param+".type", "Invalid tool call: expected type 'function' or 'custom' with its object.")
+	}
+	if isNull(payload) {
+		payload = json.RawMessage(`""`)
+	} else if !isString(payload) {
+		return nil, invalidType(payloadParam, "a string")
+	}
+	b := make([]byte, 0, len(payload)+len(name)+len(tc.ID)+64)
+	if custom {
+		if t.customCalls == nil {
+			t.customCalls = make(map[string]bool)
+		}
+		t.customCalls[id] = true
+		b = append(b, `{"type":"custom_tool_call","call_id":`...)
+	} else {
+		b = append(b, `{"type":"function_call","call_id":`...)
+	}
+	b = append(b, tc.ID...)
+	b = append(b, `,"name":`...)
+	b = append(b, name...)
+	if custom {
+		b = append(b, `,"input":`...)
+	} else {
+		b = append(b, `,"arguments":`...)
+	}
+	b = append(b, payload...)
+	return append(b, '}'), nil
+}
+
+// toolResult translates a tool message into a function_call_output or
+// custom_tool_call_output item.
+func (t *chatTranslator) toolResult(param string, cm *chatMessage) *apierr.Error {
+	id, ok := unquote(cm.ToolCallID)
+	if !ok || id == "" {
+		return missing(param + ".tool_call_id")
+	}
+	var output json.RawMessage
+	switch {
+	case isNull(cm.Content):
+		output = json.RawMessage(`""`)
+	case isString(cm.Content):
+		output = cm.Content
+	default:
+		cparam := param + ".content"
+		list, aerr := parseParts(cparam, cm.Content)
+		if aerr != nil {
+			return aerr
+		}
+		var joined []byte
+		for j, raw := range list {
+			pp := fmt.Sprintf("%s[%d]", cparam, j)
+			p, aerr := decodePart(pp, raw)
+			if aerr != nil {
+				return aerr
+			}
+			if p.Type != "text" && p.Type != "input_text" {
+				return invalidValue(pp+".type", "Invalid content part type for a tool message: only text parts are supported.")
+			}
+			s, ok := unquote(p.Text)
+			if !ok {
+				return invalidType(pp+".text", "a string")
+			}
+			joined = append(joined, s...)
+		}
+		output = appendString(nil, string(joined))
+	}
+	b := make([]byte, 0, len(output)+len(cm.ToolCallID)+64)
+	if t.customCalls[id] {
+		b = append(b, `{"type":"custom_tool_call_output","call_id":`...)
+	} else {
+		b = append(b, `{"type":"function_call_output","call_id":`...)
+	}
+	b = append(b, cm.ToolCallID...)
+	b = append(b, `,"output":`...)
+	b = append(b, output...)
+	t.req.Input = append(t.req.Input, append(b, '}'))
+	return nil
+}

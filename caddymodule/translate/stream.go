@@ -1,0 +1,574 @@
+package translate
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
+)
+
+// Result describes what one upstream event did.
+type Result struct {
+	// Terminal is true for response.completed, .incomplete, .failed and error.
+	Terminal bool
+}
+
+// Stream converts one upstream Responses SSE stream into Chat chunks. It is
+// not safe for concurrent use.
+type Stream struct {
+	opts ChatOptions
+
+	id      string
+	created int64
+	model   string
+	prefix  []byte // `{"id":...,"model":...,"choices":[`
+	started bool   // the role chunk has been produced
+	ended   bool   // Finish or Fail has run
+
+	items    []*itemState
+	calls    []*itemState // tool call items by Chat index
+	content  []byte
+	refusal  []byte
+	terminal bool
+	failed   *apierr.Error
+	finish   string
+	usage    *Usage
+
+	responseID string
+	output     []json.RawMessage // terminal output, when given
+	haveOutput bool
+}
+
+// itemState tracks one upstream output item.
+type itemState struct {
+	outputIndex int
+	id          string
+	typ         string
+	call        int // Chat tool call index, -1 when not a call
+	name        string
+	callID      string
+	args        []byte // arguments (or custom input) sent so far
+	parts       []partState
+	done        json.RawMessage // the output_item.done item
+}
+
+// partState is the text streamed for one content part.
+type partState struct {
+	index   int
+	refusal bool
+	text    []byte
+}
+
+// NewStream returns a converter for one client response.
+func NewStream(opts ChatOptions) *Stream {
+	return &Stream{opts: opts, id: opts.ID, created: opts.Created, model: opts.Model}
+}
+
+// streamEvent is the union of the upstream event members the relay reads.
+type streamEvent struct {
+	Type         string          `json:"type"`
+	OutputIndex  *int            `json:"output_index"`
+	ItemID       string          `json:"item_id"`
+	ContentIndex int             `json:"content_index"`
+	Delta        string          `json:"delta"`
+	Text         *string         `json:"text"`
+	Refusal      *string         `json:"refusal"`
+	Arguments    *string         `json:"arguments"`
+	Input        *string         `json:"input"`
+	Part         *outputPart     `json:"part"`
+	Item         json.RawMessage `json:"item"`
+	Response     json.RawMessage `json:"response"`
+	Code         *string         `json:"code"`
+	Message      *string         `json:"message"`
+	Param        *string         `json:"param"`
+	Error        *upstreamError  `json:"error"`
+}
+
+// Started reports whether any frame has been produced.
+func (s *Stream) Started() bool { return s.started || s.ended }
+
+// Event converts one upstream SSE event (its event: name, possibly empty,
+// and data: payload) and appends zero or more complete client frames to
+// dst. It returns Terminal=true for a terminal event; the terminal frames
+// are not appended by Event but by Finish. A terminal success event may
+// still append content frames for output the upstream did not stream as
+// deltas. Unknown event types are ignored; malformed JSON and protocol
+// violations are errors, after which the caller should Fail the stream.
+func (s *Stream) Event(dst []byte, event string, data []byte) ([]byte, Result, error) {
+	if s.terminal || s.ended {
+		return dst, Result{}, nil
+	}
+	if string(bytes.TrimSpace(data)) == "[DONE]" {
+		return dst, Result{}, nil
+	}
+	var ev streamEvent
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return dst, Result{}, fmt.Errorf("translate: malformed upstream event %q: %w", event, err)
+	}
+	typ := ev.Type
+	if typ == "" {
+		typ = event
+	}
+	var err error
+	switch typ {
+	case "response.created", "response.in_progress", "response.queued":
+		if !s.started {
+			var r upstreamResponse
+			if len(ev.Response) > 0 && json.Unmarshal(ev.Response, &r) == nil {
+				s.adopt(&r)
+			}
+		}
+		if typ == "response.created" {
+			dst = s.start(dst)
+		}
+	case "response.output_item.added":
+		dst, err = s.itemAdded(dst, &ev)
+	case "response.output_text.delta", "response.refusal.delta":
+		it := s.item(&ev, "message")
+		dst = s.text(dst, it.part(ev.ContentIndex, typ == "response.refusal.delta"), ev.Delta)
+	case "response.output_text.done":
+		if ev.Text != nil {
+			dst, err = s.tail(dst, s.item(&ev, "message").part(ev.ContentIndex, false), *ev.Text)
+		}
+	case "response.refusal.done":
+		if ev.Refusal != nil {
+			dst, err = s.tail(dst, s.item(&ev, "message").part(ev.ContentIndex, true), *ev.Refusal)
+		}
+	case "response.content_part.done":
+		if ev.Part != nil {
+			dst, err = s.partDone(dst, s.item(&ev, "message"), ev.ContentIndex, ev.Part)
+		}
+	case "response.function_call_arguments.delta", "response.custom_tool_call_input.delta":
+		it := s.find(&ev)
+		if it == nil || it.call < 0 {
+			return dst, Result{}, fmt.Errorf("translate: %s for an unannounced tool call", typ)
+		}
+		dst = s.args(dst, it, ev.Delta)
+	case "response.function_call_arguments.done", "response.custom_tool_call_input.done":
+		final := ev.Arguments
+		if typ == "response.custom_tool_call_input.done" {
+			final = ev.Input
+		}
+		it := s.find(&ev)
+		if it == nil || it.call < 0 {
+			return dst, Result{}, fmt.Errorf("translate: %s for an unannounced tool call", typ)
+		}
+		if final != nil {
+			dst, err = s.argsTail(dst, it, *final)
+		}
+	case "response.output_item.done":
+		dst, err = s.itemDone(dst, &ev)
+	case "response.completed", "response.incomplete":
+		dst, err = s.completed(dst, &ev)
+		if err == nil {
+			return dst, Result{Terminal: true}, nil
+		}
+	case "response.failed":
+		var r upstreamResponse
+		if len(ev.Response) > 0 {
+			if jerr := json.Unmarshal(ev.Response, &r); jerr != nil {
+				return dst, Result{}, fmt.Errorf("translate: malformed response.failed: %w", jerr)
+			}
+		}
+		s.responseID = r.ID
+		s.failed = failure(r.Error, true)
+		s.terminal = true
+		return dst, Result{Terminal: true}, nil
+	case "error":
+		e := ev.Error
+		if e == nil {
+			e = &upstreamError{}
+			if ev.Code != nil {
+				e.Code = *ev.Code
+			}
+			if ev.Message != nil {
+				e.Message = *ev.Message
+			}
+			if ev.Param != nil {
+				e.Param = *ev.Param
+			}
+		}
+		s.failed = failure(e, true)
+		s.terminal = true
+		return dst, Result{Terminal: true}, nil
+	}
+	return dst, Result{}, err
+}
+
+// adopt takes id, created and model from the upstream response.
+func (s *Stream) adopt(r *upstreamResponse) {
+	if r.ID != "" {
+		s.responseID = r.ID
+		s.id = chatID(r.ID, s.opts.ID)
+	}
+	if r.CreatedAt > 0 && r.CreatedAt < 1e15 {
+		s.created = int64(r.CreatedAt)
+	}
+	if r.Model != "" {
+		s.model = r.Model
+	}
+}
+
+// start appends the role chunk once, fixing id, created and model.
+func (s *Stream) start(dst []byte) []byte {
+	if s.started {
+		return dst
+	}
+	s.started = true
+	p := make([]byte, 0, 96+len(s.id)+len(s.model))
+	p = append(p, `{"id":`...)
+	p = appendString(p, s.id)
+	p = append(p, `,"object":"chat.completion.chunk","created":`...)
+	p = appendInt(p, s.created)
+	p = append(p, `,"model":`...)
+	p = appendString(p, s.model)
+	p = append(p, `,"choices":[`...)
+	s.prefix = p
+	dst = s.open(dst)
+	dst = append(dst, `"role":"assistant","content":""`...)
+	return s.close(dst, "")
+}
+
+// open appends the start of a choice chunk up to the inside of delta.
+func (s *Stream) open(dst []byte) []byte {
+	dst = append(dst, "data: "...)
+	dst = append(dst, s.prefix...)
+	return append(dst, `{"index":0,"delta":{`...)
+}
+
+// close ends a chunk opened by open.
+func (s *Stream) close(dst []byte, finish string) []byte {
+	dst = append(dst, `},"logprobs":null,"finish_reason":`...)
+	if finish == "" {
+		dst = append(dst, "null"...)
+	} else {
+		dst = appendString(dst, finish)
+	}
+	dst = append(dst, '}', ']')
+	if s.opts.IncludeUsage {
+		dst = append(dst, `,"usage":null`...)
+	}
+	return append(dst, "}\n\n"...)
+}
+
+// find returns the item an event refers to, by output_index or item_id.
+func (s *Stream) find(ev *streamEvent) *itemState {
+	for _, it := range s.items {
+		if ev.OutputIndex != nil {
+			if it.outputIndex == *ev.OutputIndex {
+				return it
+			}
+		} else if ev.ItemID != "" && it.id == ev.ItemID {
+			return it
+		}
+	}
+	return nil
+}
+
+// item returns the item an event refers to, creating it when unknown.
+func (s *Stream) item(ev *streamEvent, typ string) *itemState {
+	if it := s.find(ev); it != nil {
+		return it
+	}
+	idx := len(s.items)
+	if ev.OutputIndex != nil {
+		idx = *ev.OutputIndex
+	}
+	it := &itemState{outputIndex: idx, id: ev.ItemID, typ: typ, call: -1}
+	s.items = append(s.items, it)
+	return it
+}
+
+// part returns the state of content part index of kind refusal or text.
+func (it *itemState) part(index int, refusal bool) *partState {
+	for i := range it.parts {
+		if it.parts[i].index == index && it.parts[i].refusal == refusal {
+			return &it.parts[i]
+		}
+	}
+	it.parts = append(it.parts, partState{index: index, refusal: refusal})
+	return &it.parts[len(it.parts)-1]
+}
+
+// text appends a content or refusal delta chunk.
+func (s *Stream) text(dst []byte, p *partState, delta string) []byte {
+	if delta == "" {
+		return dst
+	}
+	dst = s.start(dst)
+	p.text = append(p.text, delta...)
+	dst = s.open(dst)
+	if p.refusal {
+		s.refusal = append(s.refusal, delta...)
+		dst = append(dst, `"refusal":`...)
+	} else {
+		s.content = append(s.content, delta...)
+		dst = append(dst, `"content":`...)
+	}
+	dst = appendString(dst, delta)
+	return s.close(dst, "")
+}
+
+// tail emits what final has beyond what was streamed for p.
+func (s *Stream) tail(dst []byte, p *partState, final string) ([]byte, error) {
+	if len(final) < len(p.text) || final[:len(p.text)] != string(p.text) {
+		return dst, fmt.Errorf("translate: final text of content part %d differs from the streamed text", p.index)
+	}
+	return s.text(dst, p, final[len(p.text):]), nil
+}
+
+func (s *Stream) partDone(dst []byte, it *itemState, index int, part *outputPart) ([]byte, error) {
+	switch part.Type {
+	case "output_text":
+		return s.tail(dst, it.part(index, false), part.Text)
+	case "refusal":
+		return s.tail(dst, it.part(index, true), part.Refusal)
+	}
+	return dst, nil
+}
+
+// itemAdded registers an output item; a tool call gets its Chat index and
+// its header chunk (id, type, name) now.
+func (s *Stream) itemAdded(dst []byte, ev *streamEvent) ([]byte, error) {
+	var oi outputItem
+	if err := json.Unmarshal(ev.Item, &oi); err != nil {
+		return dst, fmt.Errorf("translate: malformed output_item.added: %w", err)
+	}
+	if ev.ItemID == "" {
+		ev.ItemID = oi.ID
+	}
+	it := s.find(ev)
+	if it == nil {
+		it = s.item(ev, oi.Type)
+	}
+	if it.id == "" {
+		it.id = oi.ID
+	}
+	if !oi.isCall() || it.call >= 0 {
+		return dst, nil
+	}
+	it.typ = oi.Type
+	return s.startCall(dst, it, &oi), nil
+}
+
+// startCall appends the first chunk of a tool call: index, id, type and
+// name, with whatever arguments the item already carries.
+func (s *Stream) startCall(dst []byte, it *itemState, oi *outputItem) []byte {
+	dst = s.start(dst)
+	it.call = len(s.calls)
+	it.name, it.callID = oi.Name, oi.CallID
+	s.calls = append(s.calls, it)
+	args := oi.payload()
+	it.args = append(it.args, args...)
+	dst = s.open(dst)
+	dst = append(dst, `"tool_calls":[{"index":`...)
+	dst = appendInt(dst, int64(it.call))
+	dst = append(dst, `,"id":`...)
+	dst = appendString(dst, oi.CallID)
+	dst = append(dst, `,"type":"function","function":{"name":`...)
+	dst = appendString(dst, oi.Name)
+	dst = append(dst, `,"arguments":`...)
+	dst = appendString(dst, args)
+	dst = append(dst, `}}]`...)
+	return s.close(dst, "")
+}
+
+// args appends an arguments delta chunk for a tool call.
+func (s *Stream) args(dst []byte, it *itemState, delta string) []byte {
+	if delta == "" {
+		return dst
+	}
+	it.args = append(it.args, delta...)
+	dst = s.open(dst)
+	dst = append(dst, `"tool_calls":[{"index":`...)
+	dst = appendInt(dst, int64(it.call))
+	dst = append(dst, `,"function":{"arguments":`...)
+	dst = appendString(dst, delta)
+	dst = append(dst, `}}]`...)
+	return s.close(dst, "")
+}
+
+// argsTail emits the part of final arguments not streamed yet.
+func (s *Stream) argsTail(dst []byte, it *itemState, final string) ([]byte, error) {
+	if len(final) < len(it.args) || final[:len(it.args)] != string(it.args) {
+		return dst, fmt.Errorf("translate: final arguments of tool call %d differ from the streamed ones", it.call)
+	}
+	return s.args(dst, it, final[len(it.args):]), nil
+}
+
+// reconcile emits whatever a final output item carries beyond what was
+// streamed for it.
+func (s *Stream) reconcile(dst []byte, it *itemState, oi *outputItem) ([]byte, error) {
+	if it.id != "" && oi.ID != "" && it.id != oi.ID {
+		return dst, fmt.Errorf("translate: output item %d changed id", it.outputIndex)
+	}
+	switch {
+	case oi.Type == "message":
+		var err error
+		for i := range oi.Content {
+			if dst, err = s.partDone(dst, it, i, &oi.Content[i]); err != nil {
+				return dst, err
+			}
+		}
+	case oi.isCall():
+		if it.call < 0 {
+			if len(it.parts) > 0 {
+				return dst, fmt.Errorf("translate: output item %d changed type", it.outputIndex)
+			}
+			it.typ = oi.Type
+			return s.startCall(dst, it, oi), nil
+		}
+		return s.argsTail(dst, it, oi.payload())
+	}
+	return dst, nil
+}
+
+func (s *Stream) itemDone(dst []byte, ev *streamEvent) ([]byte, error) {
+	var oi outputItem
+	if err := json.Unmarshal(ev.Item, &oi); err != nil {
+		return dst, fmt.Errorf("translate: malformed output_item.done: %w", err)
+	}
+	if ev.ItemID == "" {
+		ev.ItemID = oi.ID
+	}
+	it := s.item(ev, oi.Type)
+	it.done = append(json.RawMessage(nil), ev.Item...)
+	return s.reconcile(dst, it, &oi)
+}
+
+// completed handles response.completed and response.incomplete.
+func (s *Stream) completed(dst []byte, ev *streamEvent) ([]byte, error) {
+	var r upstreamResponse
+	if len(ev.Response) > 0 {
+		if err := json.Unmarshal(ev.Response, &r); err != nil {
+			return dst, fmt.Errorf("translate: malformed %s: %w", ev.Type, err)
+		}
+	}
+	if !s.started {
+		s.adopt(&r)
+	}
+	if r.ID != "" {
+		s.responseID = r.ID
+	}
+	if r.Output != nil {
+		s.output, s.haveOutput = r.Output, true
+		for i, raw := range r.Output {
+			var oi outputItem
+			if err := json.Unmarshal(raw, &oi); err != nil {
+				return dst, fmt.Errorf("translate: malformed output item %d: %w", i, err)
+			}
+			if oi.Type != "message" && !oi.isCall() {
+				continue
+			}
+			idx := i
+			var err error
+			if dst, err = s.reconcile(dst, s.item(&streamEvent{OutputIndex: &idx, ItemID: oi.ID}, oi.Type), &oi); err != nil {
+				return dst, err
+			}
+		}
+	}
+	status := r.Status
+	if status == "" {
+		status = strings.TrimPrefix(ev.Type, "response.")
+	}
+	reason := ""
+	if r.IncompleteDetails != nil {
+		reason = r.IncompleteDetails.Reason
+	}
+	s.finish = finishReason(status, reason, len(s.calls) > 0)
+	s.usage = r.Usage
+	s.terminal = true
+	return dst, nil
+}
+
+// Finish appends the terminal frames: for success the finish_reason chunk,
+// the usage chunk when IncludeUsage, then "data: [DONE]\n\n"; for a failure
+// the error frame only. A stream that saw no terminal event gets an error
+// frame. Finish appends nothing after the stream has ended.
+func (s *Stream) Finish(dst []byte) []byte {
+	if s.ended {
+		return dst
+	}
+	if s.failed != nil {
+		return s.Fail(dst, s.failed)
+	}
+	if !s.terminal {
+		return s.Fail(dst, badUpstream("The upstream stream ended before the response was complete."))
+	}
+	dst = s.start(dst)
+	s.ended = true
+	dst = s.open(dst)
+	dst = s.close(dst, s.finish)
+	if s.opts.IncludeUsage {
+		dst = append(dst, "data: "...)
+		dst = append(dst, s.prefix...)
+		dst = append(dst, `],"usage":`...)
+		dst = appendChatUsage(dst, s.usage)
+		dst = append(dst, "}\n\n"...)
+	}
+	return append(dst, "data: [DONE]\n\n"...)
+}
+
+// Fail appends an error frame for a stream that ended abnormally (cut,
+// malformed, timeout). It appends nothing after the stream has ended.
+func (s *Stream) Fail(dst []byte, e *apierr.Error) []byte {
+	if s.ended {
+		return dst
+	}
+	s.ended = true
+	if e == nil {
+		e = apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "", "The upstream stream failed.")
+	}
+	dst = append(dst, "data: "...)
+	dst = append(dst, e.JSON()...)
+	return append(dst, "\n\n"...)
+}
+
+// Err returns the upstream failure of a failed stream, or nil.
+func (s *Stream) Err() *apierr.Error { return s.failed }
+
+// ResponseID returns the upstream response id, when known.
+func (s *Stream) ResponseID() string { return s.responseID }
+
+// FinishReason returns the Chat finish_reason, empty before a successful
+// terminal event.
+func (s *Stream) FinishReason() string { return s.finish }
+
+// Usage returns the upstream usage from the terminal event, or nil.
+func (s *Stream) Usage() *Usage { return s.usage }
+
+// Output returns the final output items: the terminal event's output when
+// it carried one (even empty), else the output_item.done items ordered by
+// output_index.
+func (s *Stream) Output() []json.RawMessage {
+	if s.haveOutput {
+		return s.output
+	}
+	done := make([]*itemState, 0, len(s.items))
+	for _, it := range s.items {
+		if it.done != nil {
+			done = append(done, it)
+		}
+	}
+	sort.SliceStable(done, func(i, j int) bool { return done[i].outputIndex < done[j].outputIndex })
+	out := make([]json.RawMessage, len(done))
+	for i, it := range done {
+		out[i] = it.done
+	}
+	return out
+}
+
+// Sent returns what the client has received so far.
+func (s *Stream) Sent() Sent {
+	out := Sent{Content: string(s.content), Refusal: string(s.refusal)}
+	for _, it := range s.calls {
+		out.ToolCalls = append(out.ToolCalls, ToolCall{
+			ID: it.callID, Name: it.name, Arguments: string(it.args), Custom: it.typ == "custom_tool_call",
+		})
+	}
+	return out
+}
