@@ -333,11 +333,21 @@ func (p *parser) str(isKey bool) (s span, size int64, ok bool) {
 func (p *parser) decode(raw []byte) (span, int64, bool) {
 	a := p.a
 	off := len(a.scratch)
+	room := p.maxCharge - a.charged // decoded bytes still allowed
 	for i := 0; i < len(raw); {
-		c := raw[i]
-		if c != '\\' {
-			a.scratch = append(a.scratch, c)
-			i++
+		if int64(len(a.scratch)-off) > room {
+			return span{}, 0, p.fail(ReasonScratch)
+		}
+		b := bytes.IndexByte(raw[i:], '\\')
+		if b != 0 {
+			if b < 0 {
+				b = len(raw) - i
+			}
+			if int64(len(a.scratch)-off+b) > room {
+				return span{}, 0, p.fail(ReasonScratch)
+			}
+			a.scratch = append(a.scratch, raw[i:i+b]...)
+			i += b
 			continue
 		}
 		e := raw[i+1]
