@@ -44,4 +44,3 @@ func TestFileModesIgnoreUmask(t *testing.T) {
 		t.Errorf("reopened: mode %v, want 0600", st.Mode().Perm())
 	}
 }
-
