@@ -26,10 +26,10 @@ const (
 // not a failure; the caller forwards the request without the cache.
 type Refusal struct {
 	// Reason is the fixed refusal code.
-	Reason Reason
+	Reason Reason `json:"reason"`
 	// Message is the index of the history envelope that triggered the
 	// refusal, or -1 when the scope or the totals triggered it.
-	Message int
+	Message int `json:"message"`
 }
 
 // Error implements error so a Refusal can travel as one (see Extend).
