@@ -184,19 +184,19 @@ func parseStreamOptions(v json.RawMessage) (streamOptions, *apierr.Error) {
 
 // chatMessage is one Chat message; unknown members (name, audio, ...) are ignored.
 type chatMessage struct {
-	Role       json.RawMessage `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	Refusal    json.RawMessage `json:"refusal"`
-	ToolCalls  json.RawMessage `json:"tool_calls"`
-	ToolCallID json.RawMessage `json:"tool_call_id"`
+	Role       json.RawMessage
+	Content    json.RawMessage
+	Refusal    json.RawMessage
+	ToolCalls  json.RawMessage
+	ToolCallID json.RawMessage
 }
 
 func (t *chatTranslator) messages(raw json.RawMessage) *apierr.Error {
 	if isNull(raw) {
 		return missing("messages")
 	}
-	var msgs []json.RawMessage
-	if !isArray(raw) || json.Unmarshal(raw, &msgs) != nil {
+	msgs, ok := splitArray(raw)
+	if !ok {
 		return invalidType("messages", "an array")
 	}
 	if len(msgs) == 0 {
@@ -207,10 +207,10 @@ func (t *chatTranslator) messages(raw json.RawMessage) *apierr.Error {
 	req.Input = make([]json.RawMessage, 0, len(msgs)+len(msgs)/2)
 	for i, m := range msgs {
 		param := fmt.Sprintf("messages[%d]", i)
-		var cm chatMessage
-		if !isObject(m) || json.Unmarshal(m, &cm) != nil {
+		if !isObject(m) {
 			return invalidType(param, "an object")
 		}
+		cm := decodeMessage(m)
 		role, ok := unquote(cm.Role)
 		if !ok {
 			if isNull(cm.Role) {
@@ -243,26 +243,59 @@ func (t *chatTranslator) messages(raw json.RawMessage) *apierr.Error {
 
 // chatPart is one content part of a Chat message.
 type chatPart struct {
-	Type     string          `json:"type"`
-	Text     json.RawMessage `json:"text"`
-	Refusal  json.RawMessage `json:"refusal"`
-	ImageURL json.RawMessage `json:"image_url"`
-	File     json.RawMessage `json:"file"`
+	Type     string
+	Text     json.RawMessage
+	Refusal  json.RawMessage
+	ImageURL json.RawMessage
+	File     json.RawMessage
 }
 
 func parseParts(param string, content json.RawMessage) ([]json.RawMessage, *apierr.Error) {
-	var parts []json.RawMessage
-	if err := json.Unmarshal(content, &parts); err != nil {
+	parts, ok := splitArray(content)
+	if !ok {
 		return nil, invalidType(param, "a string or an array of content parts")
 	}
 	return parts, nil
 }
 
+func decodeMessage(raw json.RawMessage) chatMessage {
+	var cm chatMessage
+	members(raw, func(k []byte, v json.RawMessage) {
+		switch string(k) {
+		case "role":
+			cm.Role = v
+		case "content":
+			cm.Content = v
+		case "refusal":
+			cm.Refusal = v
+		case "tool_calls":
+			cm.ToolCalls = v
+		case "tool_call_id":
+			cm.ToolCallID = v
+		}
+	})
+	return cm
+}
+
 func decodePart(param string, raw json.RawMessage) (chatPart, *apierr.Error) {
 	var p chatPart
-	if !isObject(raw) || json.Unmarshal(raw, &p) != nil {
+	if !isObject(raw) {
 		return p, invalidType(param, "a content part object")
 	}
+	members(raw, func(k []byte, v json.RawMessage) {
+		switch string(k) {
+		case "type":
+			p.Type = typeName(v)
+		case "text":
+			p.Text = v
+		case "refusal":
+			p.Refusal = v
+		case "image_url":
+			p.ImageURL = v
+		case "file":
+			p.File = v
+		}
+	})
 	return p, nil
 }
 
@@ -330,14 +363,14 @@ func appendImage(b []byte, param string, raw json.RawMessage) ([]byte, *apierr.E
 	case isString(raw):
 		url = raw
 	case isObject(raw):
-		var img struct {
-			URL    json.RawMessage `json:"url"`
-			Detail json.RawMessage `json:"detail"`
-		}
-		if err := json.Unmarshal(raw, &img); err != nil {
-			return b, invalidType(param+".image_url", "an object")
-		}
-		url, detail = img.URL, img.Detail
+		members(raw, func(k []byte, v json.RawMessage) {
+			switch string(k) {
+			case "url":
+				url = v
+			case "detail":
+				detail = v
+			}
+		})
 	default:
 		return b, missing(param + ".image_url")
 	}
@@ -357,14 +390,20 @@ func appendImage(b []byte, param string, raw json.RawMessage) ([]byte, *apierr.E
 }
 
 func appendFile(b []byte, param string, raw json.RawMessage) ([]byte, *apierr.Error) {
-	var f struct {
-		FileData json.RawMessage `json:"file_data"`
-		FileID   json.RawMessage `json:"file_id"`
-		Filename json.RawMessage `json:"filename"`
-	}
-	if !isObject(raw) || json.Unmarshal(raw, &f) != nil {
+	if !isObject(raw) {
 		return b, invalidType(param+".file", "an object")
 	}
+	var f struct{ FileData, FileID, Filename json.RawMessage }
+	members(raw, func(k []byte, v json.RawMessage) {
+		switch string(k) {
+		case "file_data":
+			f.FileData = v
+		case "file_id":
+			f.FileID = v
+		case "filename":
+			f.Filename = v
+		}
+	})
 	b = append(b, `{"type":"input_file"`...)
 	for _, kv := range [...]struct {
 		k string
@@ -444,7 +483,8 @@ func (t *chatTranslator) assistant(param string, cm *chatMessage) *apierr.Error 
 	}
 	var calls []json.RawMessage
 	if !isNull(cm.ToolCalls) {
-		if !isArray(cm.ToolCalls) || json.Unmarshal(cm.ToolCalls, &calls) != nil {
+		var ok bool
+		if calls, ok = splitArray(cm.ToolCalls); !ok {
 			return invalidType(param+".tool_calls", "an array")
 		}
 	}
@@ -470,23 +510,54 @@ func (t *chatTranslator) assistant(param string, cm *chatMessage) *apierr.Error 
 
 // chatToolCall is one assistant tool call in Chat form.
 type chatToolCall struct {
-	ID       json.RawMessage `json:"id"`
-	Type     string          `json:"type"`
-	Function *struct {
-		Name      json.RawMessage `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	} `json:"function"`
-	Custom *struct {
-		Name  json.RawMessage `json:"name"`
-		Input json.RawMessage `json:"input"`
-	} `json:"custom"`
+	ID       json.RawMessage
+	Type     string
+	Function *callBody // {name, arguments}
+	Custom   *callBody // {name, input}
+}
+
+// callBody is the function or custom object of a tool call.
+type callBody struct {
+	Name      json.RawMessage
+	Arguments json.RawMessage
+	Input     json.RawMessage
+}
+
+func decodeCallBody(raw json.RawMessage) *callBody {
+	if !isObject(raw) {
+		return nil
+	}
+	var c callBody
+	members(raw, func(k []byte, v json.RawMessage) {
+		switch string(k) {
+		case "name":
+			c.Name = v
+		case "arguments":
+			c.Arguments = v
+		case "input":
+			c.Input = v
+		}
+	})
+	return &c
 }
 
 func (t *chatTranslator) toolCall(param string, raw json.RawMessage) (json.RawMessage, *apierr.Error) {
-	var tc chatToolCall
-	if !isObject(raw) || json.Unmarshal(raw, &tc) != nil {
+	if !isObject(raw) {
 		return nil, invalidType(param, "a tool call object")
 	}
+	var tc chatToolCall
+	members(raw, func(k []byte, v json.RawMessage) {
+		switch string(k) {
+		case "id":
+			tc.ID = v
+		case "type":
+			tc.Type = typeName(v)
+		case "function":
+			tc.Function = decodeCallBody(v)
+		case "custom":
+			tc.Custom = decodeCallBody(v)
+		}
+	})
 	id, ok := unquote(tc.ID)
 	if !ok || id == "" {
 		return nil, missing(param + ".id")

@@ -10,35 +10,66 @@ import (
 // chatTool is a tool definition in either the nested Chat form or the flat
 // Responses form.
 type chatTool struct {
-	Type     string          `json:"type"`
-	Function json.RawMessage `json:"function"`
-	Custom   json.RawMessage `json:"custom"`
-	Name     json.RawMessage `json:"name"`
+	Type     string
+	Function json.RawMessage
+	Custom   json.RawMessage
+	Name     json.RawMessage
 }
 
 // toolDef holds the members of a function or custom tool definition.
 type toolDef struct {
-	Name        json.RawMessage `json:"name"`
-	Description json.RawMessage `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-	Strict      json.RawMessage `json:"strict"`
-	Format      json.RawMessage `json:"format"`
+	Name        json.RawMessage
+	Description json.RawMessage
+	Parameters  json.RawMessage
+	Strict      json.RawMessage
+	Format      json.RawMessage
+}
+
+func decodeToolDef(raw json.RawMessage) toolDef {
+	var d toolDef
+	members(raw, func(k []byte, v json.RawMessage) {
+		switch string(k) {
+		case "name":
+			d.Name = v
+		case "description":
+			d.Description = v
+		case "parameters":
+			d.Parameters = v
+		case "strict":
+			d.Strict = v
+		case "format":
+			d.Format = v
+		}
+	})
+	return d
 }
 
 // tools flattens Chat tool definitions and records the custom tool names.
 func (t *chatTranslator) tools(raw json.RawMessage) (json.RawMessage, *apierr.Error) {
-	var list []json.RawMessage
-	if !isArray(raw) || json.Unmarshal(raw, &list) != nil {
+	list, ok := splitArray(raw)
+	if !ok {
 		return nil, invalidType("tools", "an array")
 	}
 	b := make([]byte, 0, len(raw)+16*len(list))
 	b = append(b, '[')
 	for i, item := range list {
 		param := fmt.Sprintf("tools[%d]", i)
-		var ct chatTool
-		if !isObject(item) || json.Unmarshal(item, &ct) != nil {
+		if !isObject(item) {
 			return nil, invalidType(param, "an object")
 		}
+		var ct chatTool
+		members(item, func(k []byte, v json.RawMessage) {
+			switch string(k) {
+			case "type":
+				ct.Type = typeName(v)
+			case "function":
+				ct.Function = v
+			case "custom":
+				ct.Custom = v
+			case "name":
+				ct.Name = v
+			}
+		})
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -81,10 +112,10 @@ func (t *chatTranslator) addCustom(name string) {
 // appendFunctionTool appends a flat function tool with parameters and
 // strict always present.
 func appendFunctionTool(b []byte, param string, raw json.RawMessage) ([]byte, *apierr.Error) {
-	var d toolDef
-	if !isObject(raw) || json.Unmarshal(raw, &d) != nil {
+	if !isObject(raw) {
 		return b, invalidType(param, "an object")
 	}
+	d := decodeToolDef(raw)
 	if !isString(d.Name) {
 		return b, missing(param + ".name")
 	}
@@ -115,10 +146,10 @@ func appendFunctionTool(b []byte, param string, raw json.RawMessage) ([]byte, *a
 
 // appendCustomTool appends a flat custom tool, un-nesting a grammar format.
 func appendCustomTool(b []byte, param string, raw json.RawMessage) ([]byte, string, *apierr.Error) {
-	var d toolDef
-	if !isObject(raw) || json.Unmarshal(raw, &d) != nil {
+	if !isObject(raw) {
 		return b, "", invalidType(param, "an object")
 	}
+	d := decodeToolDef(raw)
 	name, ok := unquote(d.Name)
 	if !ok {
 		return b, "", missing(param + ".name")

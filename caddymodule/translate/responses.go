@@ -77,8 +77,8 @@ func translateResponses(req *Request, top map[string]json.RawMessage, fs fieldSe
 
 // inputItem holds the members of an input item that classify it.
 type inputItem struct {
-	Type string `json:"type"`
-	Role string `json:"role"`
+	Type string
+	Role string
 }
 
 func responsesInput(req *Request, raw json.RawMessage) *apierr.Error {
@@ -97,8 +97,8 @@ func responsesInput(req *Request, raw json.RawMessage) *apierr.Error {
 		req.History = []Message{{Raw: b, Role: "user", Items: [2]int{0, 1}}}
 		return nil
 	}
-	var items []json.RawMessage
-	if !isArray(raw) || json.Unmarshal(raw, &items) != nil {
+	items, ok := splitArray(raw)
+	if !ok {
 		return invalidType("input", "a string or an array of input items")
 	}
 	if len(items) == 0 {
@@ -107,10 +107,18 @@ func responsesInput(req *Request, raw json.RawMessage) *apierr.Error {
 	req.Input = items
 	req.History = make([]Message, len(items))
 	for i, it := range items {
-		var ii inputItem
-		if !isObject(it) || json.Unmarshal(it, &ii) != nil {
+		if !isObject(it) {
 			return invalidType(fmt.Sprintf("input[%d]", i), "an input item object")
 		}
+		var ii inputItem
+		members(it, func(k []byte, v json.RawMessage) {
+			switch string(k) {
+			case "type":
+				ii.Type = typeName(v)
+			case "role":
+				ii.Role = typeName(v)
+			}
+		})
 		req.History[i] = Message{Raw: it, Role: itemRole(ii), Items: [2]int{i, i + 1}}
 	}
 	return nil

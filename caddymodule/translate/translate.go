@@ -12,14 +12,20 @@ import (
 // Responses-shaped; anything else is treated as a Chat body. Errors are
 // *apierr.Error 400 invalid_request_error naming the offending param, or
 // code "unknown_parameter" for unknown fields of a Chat body.
+//
+// The body is validated once and then split without copying: Input items
+// and History.Raw may share memory with body, which the caller must not
+// modify afterwards.
 func Translate(body []byte, cfg *Config) (*Request, *apierr.Error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, bodyError(err)
+	if !json.Valid(body) {
+		var v any
+		return nil, bodyError(json.Unmarshal(body, &v))
 	}
-	if top == nil {
+	if !isObject(body[skipWS(body, 0):]) {
 		return nil, apierr.InvalidRequest("", "", "The request body must be a JSON object.")
 	}
+	top := make(map[string]json.RawMessage, 16)
+	members(body, func(k []byte, v json.RawMessage) { top[string(k)] = v })
 	// Optional fields sent as null mean "not set".
 	for k, v := range top {
 		if k != "model" && k != "messages" && k != "input" && isNull(v) {
