@@ -23,6 +23,13 @@ func translateChat(req *Request, top map[string]json.RawMessage, fs fieldSet, al
 	var maxCompletion, maxTokens json.RawMessage
 	for _, k := range sortedKeys(top) {
 		v := top[k]
+		if isNull(v) && k != "model" && k != "messages" {
+			// An optional field sent as null means "not set".
+			if !chatFields[k] {
+				return unknownParam(k)
+			}
+			continue
+		}
 		switch k {
 		case "model", "messages":
 			// handled below
@@ -152,6 +159,20 @@ func translateChat(req *Request, top map[string]json.RawMessage, fs fieldSet, al
 	return applyPolicy(req, alias, cfg, p, fs)
 }
 
+// chatFields are the top-level Chat fields this translator knows.
+var chatFields = map[string]bool{
+	"model": true, "messages": true, "stream": true, "stream_options": true, "tools": true,
+	"tool_choice": true, "parallel_tool_calls": true, "temperature": true, "top_p": true,
+	"user": true, "safety_identifier": true, "prompt_cache_key": true,
+	"prompt_cache_retention": true, "prompt_cache_options": true, "moderation": true,
+	"metadata": true, "service_tier": true, "response_format": true, "verbosity": true,
+	"reasoning_effort": true, "max_completion_tokens": true, "max_tokens": true, "store": true,
+	"n": true, "logprobs": true, "modalities": true, "stop": true, "top_logprobs": true,
+	"audio": true, "web_search_options": true, "functions": true, "function_call": true,
+	"seed": true, "logit_bias": true, "frequency_penalty": true, "presence_penalty": true,
+	"prediction": true,
+}
+
 // streamOptions is the decoded stream_options object.
 type streamOptions struct {
 	includeUsage bool
@@ -189,6 +210,8 @@ type chatMessage struct {
 	Refusal    json.RawMessage
 	ToolCalls  json.RawMessage
 	ToolCallID json.RawMessage
+	// FunctionCall is the deprecated single call of an assistant message.
+	FunctionCall json.RawMessage
 }
 
 func (t *chatTranslator) messages(raw json.RawMessage) *apierr.Error {
@@ -272,6 +295,8 @@ func decodeMessage(raw json.RawMessage) chatMessage {
 			cm.ToolCalls = v
 		case "tool_call_id":
 			cm.ToolCallID = v
+		case "function_call":
+			cm.FunctionCall = v
 		}
 	})
 	return cm
@@ -426,6 +451,9 @@ func appendFile(b []byte, param string, raw json.RawMessage) ([]byte, *apierr.Er
 // assistant translates an assistant message into an optional message item
 // followed by its tool calls.
 func (t *chatTranslator) assistant(param string, cm *chatMessage) *apierr.Error {
+	if !isNull(cm.FunctionCall) {
+		return unsupportedParam(param+".function_call", "is deprecated and not supported; use tool_calls")
+	}
 	var parts []byte // comma-separated output content parts
 	addPart := func(kind string, val json.RawMessage) {
 		if len(parts) > 0 {

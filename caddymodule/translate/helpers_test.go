@@ -18,6 +18,7 @@ func testConfig() *Config {
 			"gpt-5.2": {Model: "gpt-5.2", Effort: "medium", Summary: "auto"},
 			"fast":    {Model: "gpt-4.1", NoReasoning: true},
 			"terse":   {Model: "gpt-5.2-codex", Verbosity: "low"},
+			"plain":   {Model: "gpt-4o", NoReasoning: true, Summary: "concise"},
 		},
 		DefaultEffort: "low",
 	}

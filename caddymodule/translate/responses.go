@@ -15,6 +15,17 @@ func translateResponses(req *Request, top map[string]json.RawMessage, fs fieldSe
 	var p policy
 	for _, k := range sortedKeys(top) {
 		v := top[k]
+		if isNull(v) {
+			switch k {
+			case "model", "input":
+			case "stream", "stream_options", "reasoning", "text", "store", "include":
+				// null means "not set"; defaults and forced values apply.
+				continue
+			default:
+				fs[k] = v
+				continue
+			}
+		}
 		switch k {
 		case "model", "input":
 		case "stream":

@@ -26,12 +26,6 @@ func Translate(body []byte, cfg *Config) (*Request, *apierr.Error) {
 	}
 	top := make(map[string]json.RawMessage, 16)
 	members(body, func(k []byte, v json.RawMessage) { top[string(k)] = v })
-	// Optional fields sent as null mean "not set".
-	for k, v := range top {
-		if k != "model" && k != "messages" && k != "input" && isNull(v) {
-			delete(top, k)
-		}
-	}
 	_, hasMessages := top["messages"]
 	_, hasInput := top["input"]
 	model, aerr := parseModel(top["model"])
@@ -89,18 +83,19 @@ const encryptedContent = "reasoning.encrypted_content"
 
 // applyPolicy sets reasoning, text, store and include in fs.
 func applyPolicy(req *Request, alias Alias, cfg *Config, p policy, fs fieldSet) *apierr.Error {
-	// Reasoning defaults apply only to reasoning models.
+	// The operator's alias values apply as configured; the global default
+	// effort only to reasoning models, which are the ones that accept it.
 	var add objectWriter
-	if p.effort == "" && req.Eligible {
+	if p.effort == "" {
 		effort := alias.Effort
-		if effort == "" && cfg != nil {
+		if effort == "" && cfg != nil && req.Eligible {
 			effort = cfg.DefaultEffort
 		}
 		if effort != "" {
 			add.str("effort", effort)
 		}
 	}
-	if !p.summary && req.Eligible && alias.Summary != "" {
+	if !p.summary && alias.Summary != "" {
 		add.str("summary", alias.Summary)
 	}
 	reasoning, err := mergeObject(p.reasoning, add.b)
