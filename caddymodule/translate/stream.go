@@ -68,24 +68,26 @@ func NewStream(opts ChatOptions) *Stream {
 	return &Stream{opts: opts, id: opts.ID, created: opts.Created, model: opts.Model}
 }
 
-// streamEvent is the union of the upstream event members the relay reads.
+// streamEvent holds the members of one upstream event that the relay
+// reads, as raw tokens; see decodeEvent.
 type streamEvent struct {
-	Type         string          `json:"type"`
-	OutputIndex  *int            `json:"output_index"`
-	ItemID       string          `json:"item_id"`
-	ContentIndex int             `json:"content_index"`
-	Delta        string          `json:"delta"`
-	Text         *string         `json:"text"`
-	Refusal      *string         `json:"refusal"`
-	Arguments    *string         `json:"arguments"`
-	Input        *string         `json:"input"`
-	Part         *outputPart     `json:"part"`
-	Item         json.RawMessage `json:"item"`
-	Response     json.RawMessage `json:"response"`
-	Code         *string         `json:"code"`
-	Message      *string         `json:"message"`
-	Param        *string         `json:"param"`
-	Error        *upstreamError  `json:"error"`
+	Type         string
+	OutputIndex  int
+	HasIndex     bool   // output_index was present
+	ItemID       []byte // item_id without quotes
+	ContentIndex int
+	Delta        json.RawMessage
+	Text         json.RawMessage
+	Refusal      json.RawMessage
+	Arguments    json.RawMessage
+	Input        json.RawMessage
+	Part         json.RawMessage
+	Item         json.RawMessage
+	Response     json.RawMessage
+	Error        json.RawMessage
+	Code         json.RawMessage
+	Message      json.RawMessage
+	Param        json.RawMessage
 }
 
 // Started reports whether any frame has been produced.
@@ -106,7 +108,7 @@ func (s *Stream) Event(dst []byte, event string, data []byte) ([]byte, Result, e
 		return dst, Result{}, nil
 	}
 	var ev streamEvent
-	if err := json.Unmarshal(data, &ev); err != nil {
+	if err := decodeEvent(data, &ev); err != nil {
 		return dst, Result{}, fmt.Errorf("translate: malformed upstream event %q: %w", event, err)
 	}
 	typ := ev.Type
@@ -128,26 +130,42 @@ func (s *Stream) Event(dst []byte, event string, data []byte) ([]byte, Result, e
 	case "response.output_item.added":
 		dst, err = s.itemAdded(dst, &ev)
 	case "response.output_text.delta", "response.refusal.delta":
-		it := s.item(&ev, "message")
-		dst = s.text(dst, it.part(ev.ContentIndex, typ == "response.refusal.delta"), ev.Delta)
-	case "response.output_text.done":
-		if ev.Text != nil {
-			dst, err = s.tail(dst, s.item(&ev, "message").part(ev.ContentIndex, false), *ev.Text)
+		delta, tok, ok := decodeToken(ev.Delta)
+		if !ok {
+			return dst, Result{}, fmt.Errorf("translate: %s: delta is not a string", typ)
 		}
-	case "response.refusal.done":
-		if ev.Refusal != nil {
-			dst, err = s.tail(dst, s.item(&ev, "message").part(ev.ContentIndex, true), *ev.Refusal)
+		it := s.item(&ev, "message")
+		dst = s.text(dst, it.part(ev.ContentIndex, typ == "response.refusal.delta"), delta, tok)
+	case "response.output_text.done", "response.refusal.done":
+		final, refusal := ev.Text, false
+		if typ == "response.refusal.done" {
+			final, refusal = ev.Refusal, true
+		}
+		if !isNull(final) {
+			text, ok := unquote(final)
+			if !ok {
+				return dst, Result{}, fmt.Errorf("translate: %s: final text is not a string", typ)
+			}
+			dst, err = s.tail(dst, s.item(&ev, "message").part(ev.ContentIndex, refusal), text)
 		}
 	case "response.content_part.done":
-		if ev.Part != nil {
-			dst, err = s.partDone(dst, s.item(&ev, "message"), ev.ContentIndex, ev.Part)
+		if !isNull(ev.Part) {
+			var part outputPart
+			if jerr := json.Unmarshal(ev.Part, &part); jerr != nil {
+				return dst, Result{}, fmt.Errorf("translate: malformed content part: %w", jerr)
+			}
+			dst, err = s.partDone(dst, s.item(&ev, "message"), ev.ContentIndex, &part)
 		}
 	case "response.function_call_arguments.delta", "response.custom_tool_call_input.delta":
 		it := s.find(&ev)
 		if it == nil || it.call < 0 {
 			return dst, Result{}, fmt.Errorf("translate: %s for an unannounced tool call", typ)
 		}
-		dst = s.args(dst, it, ev.Delta)
+		delta, tok, ok := decodeToken(ev.Delta)
+		if !ok {
+			return dst, Result{}, fmt.Errorf("translate: %s: delta is not a string", typ)
+		}
+		dst = s.args(dst, it, delta, tok)
 	case "response.function_call_arguments.done", "response.custom_tool_call_input.done":
 		final := ev.Arguments
 		if typ == "response.custom_tool_call_input.done" {
@@ -157,8 +175,12 @@ func (s *Stream) Event(dst []byte, event string, data []byte) ([]byte, Result, e
 		if it == nil || it.call < 0 {
 			return dst, Result{}, fmt.Errorf("translate: %s for an unannounced tool call", typ)
 		}
-		if final != nil {
-			dst, err = s.argsTail(dst, it, *final)
+		if !isNull(final) {
+			args, ok := unquote(final)
+			if !ok {
+				return dst, Result{}, fmt.Errorf("translate: %s: final arguments are not a string", typ)
+			}
+			dst, err = s.argsTail(dst, it, args)
 		}
 	case "response.output_item.done":
 		dst, err = s.itemDone(dst, &ev)
@@ -179,18 +201,15 @@ func (s *Stream) Event(dst []byte, event string, data []byte) ([]byte, Result, e
 		s.terminal = true
 		return dst, Result{Terminal: true}, nil
 	case "error":
-		e := ev.Error
-		if e == nil {
-			e = &upstreamError{}
-			if ev.Code != nil {
-				e.Code = *ev.Code
+		e := &upstreamError{}
+		if isObject(ev.Error) {
+			if jerr := json.Unmarshal(ev.Error, e); jerr != nil {
+				return dst, Result{}, fmt.Errorf("translate: malformed error event: %w", jerr)
 			}
-			if ev.Message != nil {
-				e.Message = *ev.Message
-			}
-			if ev.Param != nil {
-				e.Param = *ev.Param
-			}
+		} else {
+			e.Code, _ = unquote(ev.Code)
+			e.Message, _ = unquote(ev.Message)
+			e.Param, _ = unquote(ev.Param)
 		}
 		s.failed = failure(e, true)
 		s.terminal = true
@@ -258,11 +277,11 @@ func (s *Stream) close(dst []byte, finish string) []byte {
 // find returns the item an event refers to, by output_index or item_id.
 func (s *Stream) find(ev *streamEvent) *itemState {
 	for _, it := range s.items {
-		if ev.OutputIndex != nil {
-			if it.outputIndex == *ev.OutputIndex {
+		if ev.HasIndex {
+			if it.outputIndex == ev.OutputIndex {
 				return it
 			}
-		} else if ev.ItemID != "" && it.id == ev.ItemID {
+		} else if len(ev.ItemID) > 0 && it.id == string(ev.ItemID) {
 			return it
 		}
 	}
@@ -275,10 +294,10 @@ func (s *Stream) item(ev *streamEvent, typ string) *itemState {
 		return it
 	}
 	idx := len(s.items)
-	if ev.OutputIndex != nil {
-		idx = *ev.OutputIndex
+	if ev.HasIndex {
+		idx = ev.OutputIndex
 	}
-	it := &itemState{outputIndex: idx, id: ev.ItemID, typ: typ, call: -1}
+	it := &itemState{outputIndex: idx, id: string(ev.ItemID), typ: typ, call: -1}
 	s.items = append(s.items, it)
 	return it
 }
@@ -294,9 +313,10 @@ func (it *itemState) part(index int, refusal bool) *partState {
 	return &it.parts[len(it.parts)-1]
 }
 
-// text appends a content or refusal delta chunk.
-func (s *Stream) text(dst []byte, p *partState, delta string) []byte {
-	if delta == "" {
+// text appends a content or refusal delta chunk. tok is delta's JSON
+// string token when it can be copied as is, else nil.
+func (s *Stream) text(dst []byte, p *partState, delta []byte, tok json.RawMessage) []byte {
+	if len(delta) == 0 {
 		return dst
 	}
 	dst = s.start(dst)
@@ -309,7 +329,7 @@ func (s *Stream) text(dst []byte, p *partState, delta string) []byte {
 		s.content = append(s.content, delta...)
 		dst = append(dst, `"content":`...)
 	}
-	dst = appendString(dst, delta)
+	dst = appendToken(dst, delta, tok)
 	return s.close(dst, "")
 }
 
@@ -318,7 +338,7 @@ func (s *Stream) tail(dst []byte, p *partState, final string) ([]byte, error) {
 	if len(final) < len(p.text) || final[:len(p.text)] != string(p.text) {
 		return dst, fmt.Errorf("translate: final text of content part %d differs from the streamed text", p.index)
 	}
-	return s.text(dst, p, final[len(p.text):]), nil
+	return s.text(dst, p, []byte(final[len(p.text):]), nil), nil
 }
 
 func (s *Stream) partDone(dst []byte, it *itemState, index int, part *outputPart) ([]byte, error) {
@@ -338,8 +358,8 @@ func (s *Stream) itemAdded(dst []byte, ev *streamEvent) ([]byte, error) {
 	if err := json.Unmarshal(ev.Item, &oi); err != nil {
 		return dst, fmt.Errorf("translate: malformed output_item.added: %w", err)
 	}
-	if ev.ItemID == "" {
-		ev.ItemID = oi.ID
+	if len(ev.ItemID) == 0 {
+		ev.ItemID = []byte(oi.ID)
 	}
 	it := s.find(ev)
 	if it == nil {
@@ -377,9 +397,9 @@ func (s *Stream) startCall(dst []byte, it *itemState, oi *outputItem) []byte {
 	return s.close(dst, "")
 }
 
-// args appends an arguments delta chunk for a tool call.
-func (s *Stream) args(dst []byte, it *itemState, delta string) []byte {
-	if delta == "" {
+// args appends an arguments delta chunk for a tool call; tok as for text.
+func (s *Stream) args(dst []byte, it *itemState, delta []byte, tok json.RawMessage) []byte {
+	if len(delta) == 0 {
 		return dst
 	}
 	it.args = append(it.args, delta...)
@@ -387,7 +407,7 @@ func (s *Stream) args(dst []byte, it *itemState, delta string) []byte {
 	dst = append(dst, `"tool_calls":[{"index":`...)
 	dst = appendInt(dst, int64(it.call))
 	dst = append(dst, `,"function":{"arguments":`...)
-	dst = appendString(dst, delta)
+	dst = appendToken(dst, delta, tok)
 	dst = append(dst, `}}]`...)
 	return s.close(dst, "")
 }
@@ -397,7 +417,7 @@ func (s *Stream) argsTail(dst []byte, it *itemState, final string) ([]byte, erro
 	if len(final) < len(it.args) || final[:len(it.args)] != string(it.args) {
 		return dst, fmt.Errorf("translate: final arguments of tool call %d differ from the streamed ones", it.call)
 	}
-	return s.args(dst, it, final[len(it.args):]), nil
+	return s.args(dst, it, []byte(final[len(it.args):]), nil), nil
 }
 
 // reconcile emits whatever a final output item carries beyond what was
@@ -432,8 +452,8 @@ func (s *Stream) itemDone(dst []byte, ev *streamEvent) ([]byte, error) {
 	if err := json.Unmarshal(ev.Item, &oi); err != nil {
 		return dst, fmt.Errorf("translate: malformed output_item.done: %w", err)
 	}
-	if ev.ItemID == "" {
-		ev.ItemID = oi.ID
+	if len(ev.ItemID) == 0 {
+		ev.ItemID = []byte(oi.ID)
 	}
 	it := s.item(ev, oi.Type)
 	it.done = append(json.RawMessage(nil), ev.Item...)
@@ -464,9 +484,8 @@ func (s *Stream) completed(dst []byte, ev *streamEvent) ([]byte, error) {
 			if oi.Type != "message" && !oi.isCall() {
 				continue
 			}
-			idx := i
 			var err error
-			if dst, err = s.reconcile(dst, s.item(&streamEvent{OutputIndex: &idx, ItemID: oi.ID}, oi.Type), &oi); err != nil {
+			if dst, err = s.reconcile(dst, s.item(&streamEvent{OutputIndex: i, HasIndex: true, ItemID: []byte(oi.ID)}, oi.Type), &oi); err != nil {
 				return dst, err
 			}
 		}
