@@ -2,6 +2,7 @@ package canonical
 
 import (
 	"cmp"
+	"encoding/binary"
 	"hash"
 	"slices"
 	"unicode/utf8"
@@ -189,13 +190,14 @@ func (s *sink) writeByte(c byte) {
 
 // writeLen writes the 8-byte big-endian frame length.
 func (s *sink) writeLen(n int64) {
-	var b [8]byte
-	u := uint64(n)
-	for i := 7; i >= 0; i-- {
-		b[i] = byte(u)
-		u >>= 8
+	if s.mode {
+		s.out = binary.BigEndian.AppendUint64(s.out, uint64(n))
+		return
 	}
-	s.write(b[:])
+	if len(s.buf)+8 > cap(s.buf) {
+		s.flush()
+	}
+	s.buf = binary.BigEndian.AppendUint64(s.buf, uint64(n))
 }
 
 const hexDigits = "0123456789abcdef"

@@ -3,6 +3,7 @@ package canonical
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -268,64 +269,94 @@ func (p *parser) close(k kind, mark int) (uint32, bool) {
 // \n \r \t and lowercase \u00xx for other control characters) are
 // referenced in place; anything else is decoded into scratch. Keys with any
 // escape are always decoded so that they can be compared.
+//
+// The scan skips eight plain bytes at a time: for each word it flags bytes
+// equal to '"' or '\\', below 0x20, or non-ASCII. Each test may flag false
+// positives only above a true hit, so the lowest flagged byte is always a
+// real one.
+// shortEscapeChar marks the characters that may follow a backslash in a
+// canonical string: " \\ b f n r t.
+var shortEscapeChar = [256]bool{'"': true, '\\': true, 'b': true, 'f': true, 'n': true, 'r': true, 't': true}
+
 func (p *parser) str(isKey bool) (s span, size int64, ok bool) {
-	src := p.a.src
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	src := p.a.src[:p.end]
 	start := p.pos
 	i := start
 	canonical, escaped := true, false
-	quote := -1 // absolute index of the next raw quote at or after i
 	for {
-		if quote < i {
-			q := bytes.IndexByte(src[i:p.end], '"')
-			if q < 0 {
-				return s, 0, p.fail(ReasonSyntax)
+		for i+8 <= len(src) {
+			x := binary.LittleEndian.Uint64(src[i:])
+			q := x ^ ('"' * ones)
+			b := x ^ ('\\' * ones)
+			m := ((q - ones) &^ q) | ((b - ones) &^ b) | ((x - 0x20*ones) &^ x) | x
+			if m &= highs; m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
 			}
-			quote = i + q
+			i += 8
 		}
-		seg := src[i:quote]
-		b := bytes.IndexByte(seg, '\\')
-		if b < 0 {
-			if r := checkChunk(seg); r != "" {
-				return s, 0, p.fail(r)
-			}
-			p.pos = quote + 1
-			break
-		}
-		if r := checkChunk(seg[:b]); r != "" {
-			return s, 0, p.fail(r)
-		}
-		i += b
-		escaped = true
-		if i+1 >= p.end {
+		if i >= len(src) {
 			return s, 0, p.fail(ReasonSyntax)
 		}
-		switch src[i+1] {
-		case '"', '\\', 'b', 'f', 'n', 'r', 't':
-			i += 2
-		case '/':
-			canonical = false
-			i += 2
-		case 'u':
-			if i+6 > p.end {
+		c := src[i]
+		if c == '\\' {
+			escaped = true
+			if i+1 >= len(src) {
 				return s, 0, p.fail(ReasonSyntax)
 			}
-			h, lower, ok := hex4(src[i+2 : i+6])
-			if !ok {
-				return s, 0, p.fail(ReasonSyntax)
+			if shortEscapeChar[src[i+1]] {
+				i += 2
+				continue
 			}
-			if h >= 0x20 || shortEscape(byte(h)) != 0 || !lower {
+			switch src[i+1] {
+			case '"', '\\', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case '/':
 				canonical = false
+				i += 2
+			case 'u':
+				if i+6 > len(src) {
+					return s, 0, p.fail(ReasonSyntax)
+				}
+				h, lower, ok := hex4(src[i+2 : i+6])
+				if !ok {
+					return s, 0, p.fail(ReasonSyntax)
+				}
+				if h >= 0x20 || shortEscape(byte(h)) != 0 || !lower {
+					canonical = false
+				}
+				i += 6
+			default:
+				return s, 0, p.fail(ReasonSyntax)
 			}
-			i += 6
-		default:
+			continue
+		}
+		if c >= 0x80 {
+			// Two-byte sequences inline; everything else through utf8.
+			if c >= 0xc2 && c < 0xe0 && i+1 < len(src) && src[i+1]&0xc0 == 0x80 {
+				i += 2
+				continue
+			}
+			r, n := utf8.DecodeRune(src[i:])
+			if r == utf8.RuneError && n == 1 {
+				return s, 0, p.fail(ReasonUTF8)
+			}
+			i += n
+			continue
+		}
+		if c == '"' {
+			p.pos = i + 1
+			if canonical && !(isKey && escaped) {
+				return span{off: uint32(start), n: uint32(i - start)}, int64(i-start) + 2, true
+			}
+			return p.decode(src[start:i])
+		}
+		if c < 0x20 {
 			return s, 0, p.fail(ReasonSyntax)
 		}
+		i++
 	}
-	end := p.pos - 1
-	if canonical && !(isKey && escaped) {
-		return span{off: uint32(start), n: uint32(end - start)}, int64(end-start) + 2, true
-	}
-	return p.decode(src[start:end])
 }
 
 // decode writes the decoded UTF-8 of raw string contents (already scanned
@@ -389,33 +420,6 @@ func (p *parser) decode(raw []byte) (span, int64, bool) {
 	}
 	s := span{off: uint32(off), n: uint32(n), scratch: true}
 	return s, escapedLen(a.scratch[off:]) + 2, true
-}
-
-// checkChunk validates unescaped string bytes: no raw control characters
-// (RFC 8259) and valid UTF-8 (RFC 8785 requires it).
-func checkChunk(b []byte) Reason {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		if (x-0x20*ones)&^x&highs != 0 || x&highs != 0 {
-			break
-		}
-	}
-	rest := b[i:]
-	ascii := true
-	for _, c := range rest {
-		if c < 0x20 {
-			return ReasonSyntax
-		}
-		if c >= 0x80 {
-			ascii = false
-		}
-	}
-	if !ascii && !utf8.Valid(rest) {
-		return ReasonUTF8
-	}
-	return ""
 }
 
 // hex4 decodes four hex digits, reporting whether letters were lowercase.
