@@ -21,6 +21,7 @@ func translateChat(req *Request, top map[string]json.RawMessage, fs fieldSet, al
 	var format json.RawMessage
 	var verbosity json.RawMessage
 	var maxCompletion, maxTokens json.RawMessage
+	var obfuscation json.RawMessage
 	for _, k := range sortedKeys(top) {
 		v := top[k]
 		if isNull(v) && k != "model" && k != "messages" {
@@ -45,11 +46,7 @@ func translateChat(req *Request, top map[string]json.RawMessage, fs fieldSet, al
 				return aerr
 			}
 			req.IncludeUsage = so.includeUsage
-			if so.obfuscation != nil {
-				var w objectWriter
-				w.raw("include_obfuscation", so.obfuscation)
-				fs[k] = w.bytes()
-			}
+			obfuscation = so.obfuscation
 		case "tools":
 			tools, aerr := t.tools(v)
 			if aerr != nil {
@@ -130,6 +127,12 @@ func translateChat(req *Request, top map[string]json.RawMessage, fs fieldSet, al
 		default:
 			return unknownParam(k)
 		}
+	}
+	if obfuscation != nil && req.Stream {
+		// Upstream accepts stream_options only on streaming requests.
+		var w objectWriter
+		w.raw("include_obfuscation", obfuscation)
+		fs["stream_options"] = w.bytes()
 	}
 	switch {
 	case maxCompletion != nil:
@@ -503,7 +506,8 @@ func (t *chatTranslator) assistant(param string, cm *chatMessage) *apierr.Error 
 			}
 		}
 	}
-	if !isNull(cm.Refusal) {
+	// an empty refusal is no refusal: SDK accumulators echo "refusal":""
+	if !isNull(cm.Refusal) && string(cm.Refusal) != `""` {
 		if !isString(cm.Refusal) {
 			return invalidType(param+".refusal", "a string")
 		}

@@ -72,7 +72,16 @@ func FuzzStream(f *testing.F) {
 			if !failed {
 				out = s.Finish(out)
 			}
-			checkFrames(t, out)
+			chunks, _ := decodeFrames(t, out)
+			calls := collect(t, chunks)
+			for i := range len(calls.ids) {
+				if _, ok := calls.ids[i]; !ok || calls.nameCount[i] != 1 {
+					t.Fatalf("tool call indices not dense or name not sent once: %s", out)
+				}
+			}
+			if sent := s.Sent(); sent.Content != calls.content || sent.Refusal != calls.refusal || len(sent.ToolCalls) != len(calls.ids) {
+				t.Fatalf("Sent %+v differs from the frames %s", sent, out)
+			}
 			_ = s.Output()
 			_ = s.Sent()
 		}
