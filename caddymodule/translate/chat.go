@@ -3,6 +3,7 @@ package translate
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
 )
@@ -232,32 +233,32 @@ func (t *chatTranslator) messages(raw json.RawMessage) *apierr.Error {
 	req.History = make([]Message, 0, len(msgs))
 	req.Input = make([]json.RawMessage, 0, len(msgs)+len(msgs)/2)
 	for i, m := range msgs {
-		param := fmt.Sprintf("messages[%d]", i)
+		l := loc{i: i, j: -1}
 		if !isObject(m) {
-			return invalidType(param, "an object")
+			return invalidType(l.String(), "an object")
 		}
 		cm := decodeMessage(m)
 		role, ok := unquote(cm.Role)
 		if !ok {
 			if isNull(cm.Role) {
-				return missing(param + ".role")
+				return missing(l.at(".role"))
 			}
-			return invalidType(param+".role", "a string")
+			return invalidType(l.at(".role"), "a string")
 		}
 		from := len(req.Input)
 		var aerr *apierr.Error
 		switch role {
 		case "system", "developer", "user":
-			aerr = t.inputMessage(param, role, cm.Content)
+			aerr = t.inputMessage(l, role, cm.Content)
 		case "assistant":
-			aerr = t.assistant(param, &cm)
+			aerr = t.assistant(l, &cm)
 		case "tool":
-			aerr = t.toolResult(param, &cm)
+			aerr = t.toolResult(l, &cm)
 		case "function":
-			aerr = unsupportedValue(param+".role",
+			aerr = unsupportedValue(l.at(".role"),
 				"Unsupported value: role 'function' is deprecated and not supported; use tool messages.")
 		default:
-			aerr = invalidValue(param+".role", fmt.Sprintf("Invalid value for '%s.role': unknown role.", param))
+			aerr = invalidValue(l.at(".role"), fmt.Sprintf("Invalid value for '%s.role': unknown role.", l.String()))
 		}
 		if aerr != nil {
 			return aerr
@@ -266,6 +267,27 @@ func (t *chatTranslator) messages(raw json.RawMessage) *apierr.Error {
 	}
 	return nil
 }
+
+// loc is the location of a message, content part or tool call in the
+// request, formatted only when an error names it: "messages[i]" plus, when
+// j >= 0, sub and "[j]" (e.g. "messages[3].content[1]").
+type loc struct {
+	i   int
+	sub string
+	j   int
+}
+
+// String formats l.
+func (l loc) String() string {
+	s := "messages[" + strconv.Itoa(l.i) + "]"
+	if l.j >= 0 {
+		s += l.sub + "[" + strconv.Itoa(l.j) + "]"
+	}
+	return s
+}
+
+// at formats l followed by suffix.
+func (l loc) at(suffix string) string { return l.String() + suffix }
 
 // chatPart is one content part of a Chat message.
 type chatPart struct {
@@ -276,10 +298,10 @@ type chatPart struct {
 	File     json.RawMessage
 }
 
-func parseParts(param string, content json.RawMessage) ([]json.RawMessage, *apierr.Error) {
+func parseParts(l loc, content json.RawMessage) ([]json.RawMessage, *apierr.Error) {
 	parts, ok := splitArray(content)
 	if !ok {
-		return nil, invalidType(param, "a string or an array of content parts")
+		return nil, invalidType(l.at(".content"), "a string or an array of content parts")
 	}
 	return parts, nil
 }
@@ -305,10 +327,10 @@ func decodeMessage(raw json.RawMessage) chatMessage {
 	return cm
 }
 
-func decodePart(param string, raw json.RawMessage) (chatPart, *apierr.Error) {
+func decodePart(l loc, raw json.RawMessage) (chatPart, *apierr.Error) {
 	var p chatPart
 	if !isObject(raw) {
-		return p, invalidType(param, "a content part object")
+		return p, invalidType(l.String(), "a content part object")
 	}
 	members(raw, func(k []byte, v json.RawMessage) {
 		switch string(k) {
@@ -328,9 +350,9 @@ func decodePart(param string, raw json.RawMessage) (chatPart, *apierr.Error) {
 }
 
 // inputMessage translates a system, developer or user message.
-func (t *chatTranslator) inputMessage(param, role string, content json.RawMessage) *apierr.Error {
+func (t *chatTranslator) inputMessage(l loc, role string, content json.RawMessage) *apierr.Error {
 	if isNull(content) {
-		return missing(param + ".content")
+		return missing(l.at(".content"))
 	}
 	b := make([]byte, 0, len(content)+64)
 	b = append(b, `{"type":"message","role":`...)
@@ -341,15 +363,14 @@ func (t *chatTranslator) inputMessage(param, role string, content json.RawMessag
 		t.req.Input = append(t.req.Input, append(b, '}'))
 		return nil
 	}
-	cparam := param + ".content"
-	parts, aerr := parseParts(cparam, content)
+	parts, aerr := parseParts(l, content)
 	if aerr != nil {
 		return aerr
 	}
 	b = append(b, '[')
 	for j, raw := range parts {
-		pp := fmt.Sprintf("%s[%d]", cparam, j)
-		p, aerr := decodePart(pp, raw)
+		pl := loc{i: l.i, sub: ".content", j: j}
+		p, aerr := decodePart(pl, raw)
 		if aerr != nil {
 			return aerr
 		}
@@ -359,22 +380,22 @@ func (t *chatTranslator) inputMessage(param, role string, content json.RawMessag
 		switch {
 		case p.Type == "text":
 			if !isString(p.Text) {
-				return invalidType(pp+".text", "a string")
+				return invalidType(pl.at(".text"), "a string")
 			}
 			b = append(b, `{"type":"input_text","text":`...)
 			b = append(b, p.Text...)
 			b = append(b, '}')
 		case p.Type == "image_url" && role == "user":
-			b, aerr = appendImage(b, pp, p.ImageURL)
+			b, aerr = appendImage(b, pl, p.ImageURL)
 		case p.Type == "file" && role == "user":
-			b, aerr = appendFile(b, pp, p.File)
+			b, aerr = appendFile(b, pl, p.File)
 		case p.Type == "input_audio" && role == "user":
-			return unsupportedValue(pp, "Unsupported content part: 'input_audio' is not supported by this model.")
+			return unsupportedValue(pl.String(), "Unsupported content part: 'input_audio' is not supported by this model.")
 		case (p.Type == "input_text" || p.Type == "input_image" || p.Type == "input_file") && role == "user":
 			// Responses-style part inside a Chat body: already in upstream form.
 			b = append(b, raw...)
 		default:
-			return invalidValue(pp+".type", fmt.Sprintf("Invalid content part type for a %s message.", role))
+			return invalidValue(pl.at(".type"), fmt.Sprintf("Invalid content part type for a %s message.", role))
 		}
 		if aerr != nil {
 			return aerr
@@ -385,7 +406,7 @@ func (t *chatTranslator) inputMessage(param, role string, content json.RawMessag
 	return nil
 }
 
-func appendImage(b []byte, param string, raw json.RawMessage) ([]byte, *apierr.Error) {
+func appendImage(b []byte, l loc, raw json.RawMessage) ([]byte, *apierr.Error) {
 	var url, detail json.RawMessage
 	switch {
 	case isString(raw):
@@ -400,15 +421,15 @@ func appendImage(b []byte, param string, raw json.RawMessage) ([]byte, *apierr.E
 			}
 		})
 	default:
-		return b, missing(param + ".image_url")
+		return b, missing(l.at(".image_url"))
 	}
 	if !isString(url) {
-		return b, missing(param + ".image_url.url")
+		return b, missing(l.at(".image_url.url"))
 	}
 	if isNull(detail) {
 		detail = json.RawMessage(`"auto"`)
 	} else if !isString(detail) {
-		return b, invalidType(param+".image_url.detail", "a string")
+		return b, invalidType(l.at(".image_url.detail"), "a string")
 	}
 	b = append(b, `{"type":"input_image","image_url":`...)
 	b = append(b, url...)
@@ -417,9 +438,9 @@ func appendImage(b []byte, param string, raw json.RawMessage) ([]byte, *apierr.E
 	return append(b, '}'), nil
 }
 
-func appendFile(b []byte, param string, raw json.RawMessage) ([]byte, *apierr.Error) {
+func appendFile(b []byte, l loc, raw json.RawMessage) ([]byte, *apierr.Error) {
 	if !isObject(raw) {
-		return b, invalidType(param+".file", "an object")
+		return b, invalidType(l.at(".file"), "an object")
 	}
 	var f struct{ FileData, FileID, Filename json.RawMessage }
 	members(raw, func(k []byte, v json.RawMessage) {
@@ -441,7 +462,7 @@ func appendFile(b []byte, param string, raw json.RawMessage) ([]byte, *apierr.Er
 			continue
 		}
 		if !isString(kv.v) {
-			return b, invalidType(param+".file."+kv.k, "a string")
+			return b, invalidType(l.at(".file."+kv.k), "a string")
 		}
 		b = append(b, ',')
 		b = appendString(b, kv.k)
@@ -453,9 +474,9 @@ func appendFile(b []byte, param string, raw json.RawMessage) ([]byte, *apierr.Er
 
 // assistant translates an assistant message into an optional message item
 // followed by its tool calls.
-func (t *chatTranslator) assistant(param string, cm *chatMessage) *apierr.Error {
+func (t *chatTranslator) assistant(l loc, cm *chatMessage) *apierr.Error {
 	if !isNull(cm.FunctionCall) {
-		return unsupportedParam(param+".function_call", "is deprecated and not supported; use tool_calls")
+		return unsupportedParam(l.at(".function_call"), "is deprecated and not supported; use tool_calls")
 	}
 	var parts []byte // comma-separated output content parts
 	addPart := func(kind string, val json.RawMessage) {
@@ -472,7 +493,6 @@ func (t *chatTranslator) assistant(param string, cm *chatMessage) *apierr.Error 
 		parts = append(parts, val...)
 		parts = append(parts, `,"annotations":[]}`...)
 	}
-	cparam := param + ".content"
 	switch {
 	case isNull(cm.Content):
 	case isString(cm.Content):
@@ -480,36 +500,36 @@ func (t *chatTranslator) assistant(param string, cm *chatMessage) *apierr.Error 
 			addPart("text", cm.Content)
 		}
 	default:
-		list, aerr := parseParts(cparam, cm.Content)
+		list, aerr := parseParts(l, cm.Content)
 		if aerr != nil {
 			return aerr
 		}
 		for j, raw := range list {
-			pp := fmt.Sprintf("%s[%d]", cparam, j)
-			p, aerr := decodePart(pp, raw)
+			pl := loc{i: l.i, sub: ".content", j: j}
+			p, aerr := decodePart(pl, raw)
 			if aerr != nil {
 				return aerr
 			}
 			switch p.Type {
 			case "text", "output_text":
 				if !isString(p.Text) {
-					return invalidType(pp+".text", "a string")
+					return invalidType(pl.at(".text"), "a string")
 				}
 				addPart("text", p.Text)
 			case "refusal":
 				if !isString(p.Refusal) {
-					return invalidType(pp+".refusal", "a string")
+					return invalidType(pl.at(".refusal"), "a string")
 				}
 				addPart("refusal", p.Refusal)
 			default:
-				return invalidValue(pp+".type", "Invalid content part type for an assistant message.")
+				return invalidValue(pl.at(".type"), "Invalid content part type for an assistant message.")
 			}
 		}
 	}
 	// an empty refusal is no refusal: SDK accumulators echo "refusal":""
 	if !isNull(cm.Refusal) && string(cm.Refusal) != `""` {
 		if !isString(cm.Refusal) {
-			return invalidType(param+".refusal", "a string")
+			return invalidType(l.at(".refusal"), "a string")
 		}
 		addPart("refusal", cm.Refusal)
 	}
@@ -517,7 +537,7 @@ func (t *chatTranslator) assistant(param string, cm *chatMessage) *apierr.Error 
 	if !isNull(cm.ToolCalls) {
 		var ok bool
 		if calls, ok = splitArray(cm.ToolCalls); !ok {
-			return invalidType(param+".tool_calls", "an array")
+			return invalidType(l.at(".tool_calls"), "an array")
 		}
 	}
 	if len(parts) > 0 || len(calls) == 0 {
@@ -531,7 +551,7 @@ func (t *chatTranslator) assistant(param string, cm *chatMessage) *apierr.Error 
 		t.req.Input = append(t.req.Input, b)
 	}
 	for k, raw := range calls {
-		item, aerr := t.toolCall(fmt.Sprintf("%s.tool_calls[%d]", param, k), raw)
+		item, aerr := t.toolCall(loc{i: l.i, sub: ".tool_calls", j: k}, raw)
 		if aerr != nil {
 			return aerr
 		}
@@ -573,9 +593,9 @@ func decodeCallBody(raw json.RawMessage) *callBody {
 	return &c
 }
 
-func (t *chatTranslator) toolCall(param string, raw json.RawMessage) (json.RawMessage, *apierr.Error) {
+func (t *chatTranslator) toolCall(l loc, raw json.RawMessage) (json.RawMessage, *apierr.Error) {
 	if !isObject(raw) {
-		return nil, invalidType(param, "a tool call object")
+		return nil, invalidType(l.String(), "a tool call object")
 	}
 	var tc chatToolCall
 	members(raw, func(k []byte, v json.RawMessage) {
@@ -592,34 +612,34 @@ func (t *chatTranslator) toolCall(param string, raw json.RawMessage) (json.RawMe
 	})
 	id, ok := unquote(tc.ID)
 	if !ok || id == "" {
-		return nil, missing(param + ".id")
+		return nil, missing(l.at(".id"))
 	}
 	var name, payload json.RawMessage
 	var payloadParam string
 	custom := false
 	switch {
 	case (tc.Type == "function" || tc.Type == "") && tc.Function != nil:
-		name, payload, payloadParam = tc.Function.Name, tc.Function.Arguments, param+".function.arguments"
+		name, payload, payloadParam = tc.Function.Name, tc.Function.Arguments, ".function.arguments"
 		if n, ok := unquote(name); ok && t.customTools[n] {
 			// A custom call we returned to Cursor as a function call.
 			custom = true
 		}
 		if !isString(name) {
-			return nil, missing(param + ".function.name")
+			return nil, missing(l.at(".function.name"))
 		}
 	case tc.Type == "custom" && tc.Custom != nil:
-		name, payload, payloadParam = tc.Custom.Name, tc.Custom.Input, param+".custom.input"
+		name, payload, payloadParam = tc.Custom.Name, tc.Custom.Input, ".custom.input"
 		custom = true
 		if !isString(name) {
-			return nil, missing(param + ".custom.name")
+			return nil, missing(l.at(".custom.name"))
 		}
 	default:
-		return nil, invalidValue(param+".type", "Invalid tool call: expected type 'function' or 'custom' with its object.")
+		return nil, invalidValue(l.at(".type"), "Invalid tool call: expected type 'function' or 'custom' with its object.")
 	}
 	if isNull(payload) {
 		payload = json.RawMessage(`""`)
 	} else if !isString(payload) {
-		return nil, invalidType(payloadParam, "a string")
+		return nil, invalidType(l.at(payloadParam), "a string")
 	}
 	b := make([]byte, 0, len(payload)+len(name)+len(tc.ID)+64)
 	if custom {
@@ -645,10 +665,10 @@ func (t *chatTranslator) toolCall(param string, raw json.RawMessage) (json.RawMe
 
 // toolResult translates a tool message into a function_call_output or
 // custom_tool_call_output item.
-func (t *chatTranslator) toolResult(param string, cm *chatMessage) *apierr.Error {
+func (t *chatTranslator) toolResult(l loc, cm *chatMessage) *apierr.Error {
 	id, ok := unquote(cm.ToolCallID)
 	if !ok || id == "" {
-		return missing(param + ".tool_call_id")
+		return missing(l.at(".tool_call_id"))
 	}
 	var output json.RawMessage
 	switch {
@@ -657,24 +677,23 @@ func (t *chatTranslator) toolResult(param string, cm *chatMessage) *apierr.Error
 	case isString(cm.Content):
 		output = cm.Content
 	default:
-		cparam := param + ".content"
-		list, aerr := parseParts(cparam, cm.Content)
+		list, aerr := parseParts(l, cm.Content)
 		if aerr != nil {
 			return aerr
 		}
 		var joined []byte
 		for j, raw := range list {
-			pp := fmt.Sprintf("%s[%d]", cparam, j)
-			p, aerr := decodePart(pp, raw)
+			pl := loc{i: l.i, sub: ".content", j: j}
+			p, aerr := decodePart(pl, raw)
 			if aerr != nil {
 				return aerr
 			}
 			if p.Type != "text" && p.Type != "input_text" {
-				return invalidValue(pp+".type", "Invalid content part type for a tool message: only text parts are supported.")
+				return invalidValue(pl.at(".type"), "Invalid content part type for a tool message: only text parts are supported.")
 			}
 			s, ok := unquote(p.Text)
 			if !ok {
-				return invalidType(pp+".text", "a string")
+				return invalidType(pl.at(".text"), "a string")
 			}
 			joined = append(joined, s...)
 		}
