@@ -1,0 +1,167 @@
+package caddymodule
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
+)
+
+// Causes with which a request's upstream context is cancelled. They decide
+// the reason code that is logged and the error the client gets.
+var (
+	errUpstreamIdle = errors.New("upstream idle timeout")
+	errClientWrite  = errors.New("client write failed")
+	errFinished     = errors.New("request finished")
+)
+
+// request is the state of one relayed request.
+type request struct {
+	h     *Handler
+	id    string
+	w     http.ResponseWriter
+	r     *http.Request
+	start time.Time
+}
+
+// fail writes e as the response (nothing may have been written yet) and
+// logs reason.
+func (rq *request) fail(e *apierr.Error, reason string) {
+	apierr.Write(rq.w, e)
+	rq.log(reason, e.HTTPStatus(), zap.String("error_type", e.Type), zap.String("error_code", e.Code))
+}
+
+// log records the outcome of a request with a fixed reason code. Bodies,
+// credentials and ciphertext are never logged. Outcomes that need an
+// operator's attention (upstream failures, timeouts) are warnings; the
+// rest is debug output.
+func (rq *request) log(reason string, status int, fields ...zap.Field) {
+	level := zapcore.DebugLevel
+	if isWarning(reason) {
+		level = zapcore.WarnLevel
+	}
+	ce := rq.h.logger.Check(level, "request finished")
+	if ce == nil {
+		return
+	}
+	fields = append(fields,
+		zap.String("request_id", rq.id),
+		zap.String("reason", reason),
+		zap.Int("status", status),
+		zap.Duration("duration", time.Since(rq.start)),
+	)
+	ce.Write(fields...)
+}
+
+// isWarning reports whether a reason code deserves a warning.
+func isWarning(reason string) bool {
+	switch {
+	case strings.HasPrefix(reason, "upstream_"), strings.HasSuffix(reason, "_timeout"),
+		reason == "sse_event_too_large", reason == "response_too_large":
+		return true
+	}
+	return false
+}
+
+// readBody reads the client's body under the size cap and the upload idle
+// deadline. On failure it has already answered the client.
+func (rq *request) readBody() ([]byte, bool) {
+	h := rq.h
+	if rq.r.ContentLength > h.MaxRequestBytes {
+		rq.fail(tooLarge(h.MaxRequestBytes), "request_too_large")
+		return nil, false
+	}
+	if ce := rq.r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		rq.fail(apierr.New(http.StatusUnsupportedMediaType, apierr.TypeInvalidRequest, "unsupported_content_encoding",
+			"Request bodies must not be compressed (Content-Encoding "+sanitizeToken(ce)+" is not supported)."), "unsupported_encoding")
+		return nil, false
+	}
+	rc := http.NewResponseController(rq.w)
+	wd := transport.NewWatchdog(time.Duration(h.IdleTimeout), func() {
+		// a read deadline in the past makes the blocked read return
+		_ = rc.SetReadDeadline(time.Now())
+	})
+	body, err := transport.ReadAll(transport.ProgressReader{R: rq.r.Body, WD: wd}, h.MaxRequestBytes, rq.r.ContentLength)
+	idle := wd.Stop()
+	switch {
+	case err == nil:
+		return body, true
+	case errors.Is(err, transport.ErrTooLarge):
+		rq.fail(tooLarge(h.MaxRequestBytes), "request_too_large")
+	case idle:
+		_ = rc.SetReadDeadline(time.Time{})
+		rq.fail(apierr.New(http.StatusRequestTimeout, apierr.TypeTimeout, "upload_timeout",
+			"The request body stopped arriving for longer than the relay's idle timeout."), "upload_idle_timeout")
+	case rq.r.Context().Err() != nil:
+		rq.log("client_gone", 499)
+	default:
+		rq.fail(apierr.New(http.StatusBadRequest, apierr.TypeInvalidRequest, "body_read_failed",
+			"The request body could not be read."), "body_read_failed")
+	}
+	return nil, false
+}
+
+func tooLarge(limit int64) *apierr.Error {
+	return apierr.New(http.StatusRequestEntityTooLarge, apierr.TypeInvalidRequest, "request_too_large",
+		"The request body exceeds the relay's max_request_bytes limit of "+formatBytes(limit)+".")
+}
+
+// sanitizeToken keeps a header value printable and short for an error.
+func sanitizeToken(s string) string {
+	if len(s) > 32 {
+		s = s[:32]
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e || r == '"' {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+// upstreamFailure answers a failed upstream round trip (no response).
+func (rq *request) upstreamFailure(ctx context.Context, err error) {
+	switch {
+	case errors.Is(context.Cause(ctx), errUpstreamIdle):
+		rq.fail(apierr.New(http.StatusGatewayTimeout, apierr.TypeTimeout, "upstream_timeout",
+			"The upstream did not answer within the relay's idle timeout."), "upstream_idle_timeout")
+	case rq.r.Context().Err() != nil:
+		rq.log("client_gone", 499)
+	default:
+		rq.h.logger.Warn("upstream request failed", zap.String("request_id", rq.id), zap.Error(err))
+		rq.fail(apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_unreachable",
+			"The relay could not reach the upstream."), "upstream_unreachable")
+	}
+}
+
+// upstreamHeaders are the client headers forwarded upstream. The client's
+// Authorization never is.
+func (rq *request) upstreamHeaders() http.Header {
+	hdr := http.Header{}
+	if v := rq.r.Header.Values("OpenAI-Beta"); len(v) > 0 {
+		hdr["Openai-Beta"] = v
+	}
+	hdr.Set("X-Client-Request-Id", rq.id)
+	hdr.Set("User-Agent", "caddy-reasoning-relay")
+	return hdr
+}
+
+// copyUpstreamHeaders passes the upstream's request ID, rate-limit and
+// retry headers to the client: they help Cursor back off and help operators
+// correlate with OpenAI.
+func copyUpstreamHeaders(dst, src http.Header) {
+	for k, vs := range src {
+		lk := strings.ToLower(k)
+		if lk == "x-request-id" || lk == "retry-after" || lk == "openai-processing-ms" ||
+			strings.HasPrefix(lk, "x-ratelimit-") {
+			dst[k] = vs
+		}
+	}
+}
