@@ -1,0 +1,353 @@
+// Package relaytest runs a real Caddy with the reasoning relay for
+// end-to-end tests: a Caddy binary (built once per test process, or the one
+// named by $RELAY_CADDY_BIN) started from a Caddyfile in its own process,
+// with its admin endpoint on a Unix socket, its data under a temporary
+// directory, and helpers to reload, stop, kill and read its logs.
+package relaytest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Options describe one Caddy instance.
+type Options struct {
+	// Global is inserted into the global options block (e.g. a
+	// reasoning_cache block).
+	Global string
+	// Site is the body of the site block that serves the relay, e.g.
+	// "reasoning_relay {\n upstream ...\n}". The literal {DIR} is replaced
+	// with the instance's directory.
+	Site string
+	// Env adds environment variables for the Caddy process.
+	Env []string
+	// LogLevel is Caddy's log level; default INFO.
+	LogLevel string
+	// Dir is the working directory to use (default: a new temporary one);
+	// reuse it to restart on the same data.
+	Dir string
+	// Port is the HTTP port to use (default: a free one).
+	Port int
+}
+
+// Caddy is a running Caddy process.
+type Caddy struct {
+	// BaseURL is the site's address, e.g. http://127.0.0.1:34567.
+	BaseURL string
+	// Dir is the working directory (Caddyfile, data, admin socket).
+	Dir string
+	// Admin is the admin address (unix/<dir>/admin.sock).
+	Admin string
+	// Port is the HTTP port.
+	Port int
+
+	t       testing.TB
+	opts    Options
+	cmd     *exec.Cmd
+	logs    *syncBuffer
+	exited  chan struct{}
+	waitErr error
+}
+
+var (
+	buildOnce sync.Once
+	buildPath string
+	buildErr  error
+)
+
+// Binary returns the Caddy binary under test: $RELAY_CADDY_BIN when set
+// (CI builds it once with xcaddy), otherwise one built from this module's
+// caddymodule/cmd/caddy once per test process.
+func Binary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("RELAY_CADDY_BIN"); p != "" {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			t.Fatalf("relaytest: RELAY_CADDY_BIN: %v", err)
+		}
+		return abs
+	}
+	buildOnce.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "relaytest-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildPath = filepath.Join(dir, "caddy")
+		cmd := exec.Command("go", "build", "-o", buildPath, "./caddymodule/cmd/caddy")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("relaytest: building caddy: %v", buildErr)
+	}
+	return buildPath
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("not inside the module")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+// FreePort returns a TCP port that was free a moment ago on 127.0.0.1.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("relaytest: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// Start writes a Caddyfile for opts, starts Caddy and waits until the site
+// accepts connections. The process is stopped when the test ends.
+func Start(t testing.TB, opts Options) *Caddy {
+	t.Helper()
+	bin := Binary(t)
+	if opts.Dir == "" {
+		// short path: the admin socket path must fit in sun_path
+		dir, err := os.MkdirTemp("", "rt-")
+		if err != nil {
+			t.Fatalf("relaytest: %v", err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		opts.Dir = dir
+	}
+	if opts.Port == 0 {
+		opts.Port = FreePort(t)
+	}
+	c := &Caddy{
+		t: t, opts: opts, Dir: opts.Dir, Port: opts.Port,
+		BaseURL: fmt.Sprintf("http://127.0.0.1:%d", opts.Port),
+		Admin:   "unix/" + filepath.Join(opts.Dir, "admin.sock"),
+	}
+	if err := os.WriteFile(c.CaddyfilePath(), []byte(c.caddyfile(opts)), 0o600); err != nil {
+		t.Fatalf("relaytest: %v", err)
+	}
+	c.logs = &syncBuffer{}
+	c.cmd = exec.Command(bin, "run", "--config", c.CaddyfilePath(), "--adapter", "caddyfile")
+	c.cmd.Dir = opts.Dir
+	c.cmd.Env = append(os.Environ(),
+		"HOME="+opts.Dir, "XDG_DATA_HOME="+filepath.Join(opts.Dir, "xdg-data"),
+		"XDG_CONFIG_HOME="+filepath.Join(opts.Dir, "xdg-config"))
+	c.cmd.Env = append(c.cmd.Env, opts.Env...)
+	c.cmd.Stdout = c.logs
+	c.cmd.Stderr = c.logs
+	if err := c.cmd.Start(); err != nil {
+		t.Fatalf("relaytest: starting caddy: %v", err)
+	}
+	c.exited = make(chan struct{})
+	go func() {
+		c.waitErr = c.cmd.Wait()
+		close(c.exited)
+	}()
+	t.Cleanup(func() {
+		c.Stop()
+		if t.Failed() {
+			t.Logf("caddy logs:\n%s", c.Logs())
+		}
+	})
+	c.waitReady()
+	return c
+}
+
+// CaddyfilePath is where the instance's Caddyfile is written.
+func (c *Caddy) CaddyfilePath() string { return filepath.Join(c.Dir, "Caddyfile") }
+
+func (c *Caddy) caddyfile(opts Options) string {
+	level := opts.LogLevel
+	if level == "" {
+		level = "INFO"
+	}
+	site := strings.ReplaceAll(opts.Site, "{DIR}", opts.Dir)
+	global := strings.ReplaceAll(opts.Global, "{DIR}", opts.Dir)
+	return fmt.Sprintf(`{
+	admin %s
+	persist_config off
+	storage file_system %s
+	auto_https off
+	grace_period 2s
+	log {
+		output stderr
+		level %s
+	}
+%s
+}
+
+http://127.0.0.1:%d {
+	bind 127.0.0.1
+%s
+}
+`, c.Admin, filepath.Join(opts.Dir, "storage"), level, global, opts.Port, site)
+}
+
+func (c *Caddy) waitReady() {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-c.exited:
+			c.t.Fatalf("relaytest: caddy exited during startup: %v\n%s", c.waitErr, c.Logs())
+		default:
+		}
+		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", c.Port), 200*time.Millisecond)
+		if err == nil {
+			conn.Close()
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	c.t.Fatalf("relaytest: caddy did not start listening within 30s\n%s", c.Logs())
+}
+
+// StartErr starts Caddy with opts and expects it to fail; it returns the
+// logs of the failed start.
+func StartErr(t testing.TB, opts Options) string {
+	t.Helper()
+	bin := Binary(t)
+	dir := opts.Dir
+	if dir == "" {
+		var err error
+		dir, err = os.MkdirTemp("", "rt-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		opts.Dir = dir
+	}
+	if opts.Port == 0 {
+		opts.Port = FreePort(t)
+	}
+	c := &Caddy{Dir: dir, Port: opts.Port, Admin: "unix/" + filepath.Join(dir, "admin.sock")}
+	if err := os.WriteFile(c.CaddyfilePath(), []byte(c.caddyfile(opts)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "run", "--config", c.CaddyfilePath(), "--adapter", "caddyfile")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "xdg-data"),
+		"XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"))
+	cmd.Env = append(cmd.Env, opts.Env...)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("relaytest: caddy started although it should have failed:\n%s", out)
+	}
+	return string(out)
+}
+
+// Reload writes a new site/global configuration and runs `caddy reload`
+// against the running instance, as an operator would.
+func (c *Caddy) Reload(opts Options) error {
+	opts.Dir, opts.Port = c.Dir, c.Port
+	if err := os.WriteFile(c.CaddyfilePath(), []byte(c.caddyfile(opts)), 0o600); err != nil {
+		return err
+	}
+	cmd := exec.Command(Binary(c.t), "reload", "--config", c.CaddyfilePath(), "--adapter", "caddyfile", "--address", c.Admin)
+	cmd.Dir = c.Dir
+	cmd.Env = append(os.Environ(), "HOME="+c.Dir)
+	cmd.Env = append(cmd.Env, opts.Env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("caddy reload: %v\n%s", err, out)
+	}
+	c.opts = opts
+	return nil
+}
+
+// AdminClient returns an HTTP client that talks to the admin socket; use
+// it with URLs such as http://admin/config/.
+func (c *Caddy) AdminClient() *http.Client {
+	sock := strings.TrimPrefix(c.Admin, "unix/")
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
+	}}
+}
+
+// Stop stops Caddy gracefully (SIGTERM) and waits for it, killing it after
+// 15s.
+func (c *Caddy) Stop() {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-c.exited:
+		return
+	default:
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+	case <-time.After(15 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.exited
+	}
+}
+
+// Kill kills Caddy with SIGKILL and waits for it to be gone.
+func (c *Caddy) Kill() {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return
+	}
+	_ = c.cmd.Process.Kill()
+	<-c.exited
+}
+
+// Exited reports whether the process has ended.
+func (c *Caddy) Exited() bool {
+	select {
+	case <-c.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Logs returns everything Caddy wrote to stdout and stderr so far.
+func (c *Caddy) Logs() string { return c.logs.String() }
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes and reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
