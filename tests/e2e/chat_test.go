@@ -279,4 +279,3 @@ func toStrings(v any) []string {
 	}
 	return out
 }
-
