@@ -11,7 +11,9 @@ type Alias struct {
 	// Verbosity is the default text.verbosity when the request names none.
 	Verbosity string
 	// NoReasoning marks a model without reasoning: requests for it are not
-	// eligible for stateless reasoning replay and get no reasoning defaults.
+	// eligible for stateless reasoning replay (no forced store:false or
+	// encrypted reasoning) and do not get Config.DefaultEffort; the alias's
+	// own Effort and Summary still apply when set.
 	NoReasoning bool
 }
 
