@@ -97,8 +97,9 @@ type Store struct {
 	path   string
 	opts   Options
 	log    *zap.Logger
-	db     *sql.DB   // pooled connections for reads and checkpoints
-	wconn  *sql.Conn // the writer goroutine's connection
+	db     *sql.DB    // pooled connections for reads and checkpoints
+	wconn  *sql.Conn  // the writer goroutine's connection
+	wstmts *stmtCache // statements prepared on wconn, used by the writer only
 	lock   *ownerLock
 	secret []byte
 	cache  *hotCache
@@ -202,16 +203,17 @@ func open(abs string, lock *ownerLock, opts Options) (*Store, error) {
 		return fail("migrate", err)
 	}
 	s := &Store{
-		path:  abs,
-		opts:  opts,
-		log:   opts.Logger,
-		db:    db,
-		wconn: wconn,
-		lock:  lock,
-		cache: newHotCache(opts.HotCacheBytes, opts.HotCacheEntries),
-		reqs:  make(chan *request, opts.MaxBatch),
-		quit:  make(chan struct{}),
-		done:  make(chan struct{}),
+		path:   abs,
+		opts:   opts,
+		log:    opts.Logger,
+		db:     db,
+		wconn:  wconn,
+		wstmts: newStmtCache(wconn),
+		lock:   lock,
+		cache:  newHotCache(opts.HotCacheBytes, opts.HotCacheEntries),
+		reqs:   make(chan *request, opts.MaxBatch),
+		quit:   make(chan struct{}),
+		done:   make(chan struct{}),
 	}
 	rec, err := s.startup(ctx, !opts.Disabled)
 	if err != nil {
@@ -254,6 +256,7 @@ func (s *Store) Close() error {
 		s.mu.Unlock()
 		close(s.quit)
 		<-s.done
+		s.wstmts.close()
 		var errs []error
 		if _, err := s.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 			errs = append(errs, fmt.Errorf("checkpoint: %w", err))

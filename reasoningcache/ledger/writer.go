@@ -133,7 +133,7 @@ func (s *Store) runBatch(batch []*request) {
 		s.stats.maxSize.Store(n)
 	}
 	ctx := context.Background() // request contexts must not interrupt a shared transaction
-	c := s.wconn
+	c := preparedTx{s.wstmts}
 	err := s.applyBatch(ctx, batch)
 	if err != nil {
 		_, _ = c.ExecContext(ctx, "ROLLBACK")
@@ -162,7 +162,7 @@ func (s *Store) runBatch(batch []*request) {
 // applyBatch runs BEGIN, one savepoint per operation, and COMMIT. It
 // returns an error only when the whole batch failed.
 func (s *Store) applyBatch(ctx context.Context, batch []*request) error {
-	c := s.wconn
+	c := preparedTx{s.wstmts}
 	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return fmt.Errorf("ledger: begin batch: %w", err)
 	}
