@@ -15,7 +15,7 @@ type chatTranslator struct {
 	customCalls map[string]bool // call ids of custom tool calls seen in history
 }
 
-// translateChat translates a classic Chat Completions body (WIRE §7.1).
+// translateChat translates a classic Chat Completions body field by field.
 func translateChat(req *Request, top map[string]json.RawMessage, fs fieldSet, alias Alias, cfg *Config) *apierr.Error {
 	t := &chatTranslator{req: req}
 	var p policy
@@ -124,7 +124,7 @@ func translateChat(req *Request, top map[string]json.RawMessage, fs fieldSet, al
 		case "stop", "top_logprobs", "audio", "web_search_options", "functions", "function_call":
 			return unsupportedParam(k, "is not supported with this model")
 		case "seed", "logit_bias", "frequency_penalty", "presence_penalty", "prediction":
-			// No Responses equivalent; dropped (WIRE §7.1).
+			// No Responses equivalent; dropped.
 		default:
 			return unknownParam(k)
 		}
