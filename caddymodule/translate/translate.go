@@ -26,7 +26,7 @@ func Translate(body []byte, cfg *Config) (*Request, *apierr.Error) {
 	}
 	top := make(map[string]json.RawMessage, 16)
 	members(body, func(k []byte, v json.RawMessage) { top[string(k)] = v })
-	_, hasMessages := top["messages"]
+	hasMessages := !isNull(top["messages"])
 	_, hasInput := top["input"]
 	model, aerr := parseModel(top["model"])
 	if aerr != nil {
@@ -40,6 +40,7 @@ func Translate(body []byte, cfg *Config) (*Request, *apierr.Error) {
 	}
 	fs := fieldSet{"model": appendString(nil, alias.Model)}
 	if hasInput && !hasMessages {
+		delete(top, "messages") // null
 		req.Shape = ShapeResponses
 		aerr = translateResponses(req, top, fs, alias, cfg)
 	} else {

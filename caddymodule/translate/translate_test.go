@@ -209,6 +209,7 @@ func TestTranslateFields(t *testing.T) {
 		{"null fields ignored", `{"model":"gpt-5.2",` + msgs + `,"stop":null,"tools":null,"n":null,"store":null}`, map[string]string{"stop": "", "tools": ""}},
 		{"passthrough", `{"model":"gpt-5.2",` + msgs + `,"user":"u","metadata":{"a":"b"},"service_tier":"flex","prompt_cache_key":"k","parallel_tool_calls":false,"temperature":0.2}`,
 			map[string]string{"user": `"u"`, "metadata": `{"a":"b"}`, "service_tier": `"flex"`, "prompt_cache_key": `"k"`, "parallel_tool_calls": "false", "temperature": "0.2"}},
+		{"responses with null messages", `{"model":"gpt-5.2","input":"x","messages":null}`, map[string]string{"messages": ""}},
 		{"responses include dedup", `{"model":"gpt-5.2","input":"x","include":["a","reasoning.encrypted_content","a"],"store":true}`,
 			map[string]string{"include": `["a","reasoning.encrypted_content"]`, "store": "false"}},
 		{"responses non eligible untouched", `{"model":"fast","input":"x","include":["a","a"],"store":true}`,
