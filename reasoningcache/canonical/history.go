@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"slices"
 	"sync"
 )
 
@@ -80,6 +81,7 @@ type canon struct {
 	lim      Limits
 	nodes    int // MaxNodes remaining
 	scopeSrc []byte
+	blocks   []Block // blocks found so far, copied out at the end
 }
 
 // retainLimit keeps pathological buffers out of the pool.
@@ -98,6 +100,7 @@ func putCanon(c *canon) {
 		return
 	}
 	c.a.reset(nil)
+	c.blocks = c.blocks[:0]
 	c.s.out = nil
 	c.s.hs = [3]hash.Hash{}
 	canonPool.Put(c)
@@ -194,7 +197,7 @@ func HistoryDigests(secret []byte, scope Scope, envelopes []json.RawMessage, lim
 	closeBlock := func(end int) {
 		b := Block{First: open, End: end, StartDigest: d.Boundaries[open], EndDigest: d.Boundaries[end]}
 		bh.Sum(b.Fingerprint[:0])
-		d.Blocks = append(d.Blocks, b)
+		c.blocks = append(c.blocks, b)
 		open = -1
 	}
 	for i, env := range envelopes {
@@ -221,6 +224,7 @@ func HistoryDigests(secret []byte, scope Scope, envelopes []json.RawMessage, lim
 	if open >= 0 {
 		closeBlock(len(envelopes))
 	}
+	d.Blocks = slices.Clone(c.blocks)
 	d.state, d.bytes, d.nodes, d.messages = h, total, c.nodes, len(envelopes)
 	return d, nil
 }

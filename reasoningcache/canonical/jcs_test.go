@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 func canonText(t testing.TB, in string) string {
@@ -288,5 +289,24 @@ func TestCanonicalizeAgainstReference(t *testing.T) {
 		` { "a" : [ ] , "b" : { } } `,
 	} {
 		checkAgainstReference(t, []byte(in))
+	}
+}
+
+func TestValidUTF8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := []string{"a", "b", " ", "é", "€", "😀", "\xff", "\xed\xa0\x80", "\xc0\xaf", "\xe2\x82", "\xf4\x90\x80\x80", "0123456789"}
+	for range 20000 {
+		var b strings.Builder
+		for n := rng.IntN(40); n > 0; n-- {
+			s := alphabet[rng.IntN(len(alphabet))]
+			if rng.IntN(8) > 0 && !utf8.ValidString(s) {
+				s = "x"
+			}
+			b.WriteString(s)
+		}
+		in := []byte(b.String())
+		if got, want := validUTF8(in), utf8.Valid(in); got != want {
+			t.Fatalf("validUTF8(%q) = %v, utf8.Valid %v", in, got, want)
+		}
 	}
 }

@@ -270,10 +270,12 @@ func (p *parser) close(k kind, mark int) (uint32, bool) {
 // referenced in place; anything else is decoded into scratch. Keys with any
 // escape are always decoded so that they can be compared.
 //
-// The scan skips eight plain bytes at a time: for each word it flags bytes
-// equal to '"' or '\\', below 0x20, or non-ASCII. Each test may flag false
-// positives only above a true hit, so the lowest flagged byte is always a
-// real one.
+// The scan reads eight bytes at a time and stops only at '"' and '\\'. Raw
+// control characters and non-ASCII bytes are accumulated as masks instead
+// (only for bytes before the stop), and non-ASCII strings are validated
+// with utf8.Valid once at the end. Each SWAR test may flag false positives
+// only above a true hit in the same word, so the lowest flagged byte is
+// always a real one and "any flag below the stop" is exact.
 // shortEscapeChar marks the characters that may follow a backslash in a
 // canonical string: " \\ b f n r t.
 var shortEscapeChar = [256]bool{'"': true, '\\': true, 'b': true, 'f': true, 'n': true, 'r': true, 't': true}
@@ -284,79 +286,111 @@ func (p *parser) str(isKey bool) (s span, size int64, ok bool) {
 	start := p.pos
 	i := start
 	canonical, escaped := true, false
+	var ctrl, high uint64
 	for {
 		for i+8 <= len(src) {
-			x := binary.LittleEndian.Uint64(src[i:])
+			x := binary.LittleEndian.Uint64(src[i : i+8])
 			q := x ^ ('"' * ones)
 			b := x ^ ('\\' * ones)
-			m := ((q - ones) &^ q) | ((b - ones) &^ b) | ((x - 0x20*ones) &^ x) | x
-			if m &= highs; m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
+			stop := ((q - ones) &^ q) | ((b - ones) &^ b)
+			c := (x - 0x20*ones) &^ x
+			if stop &= highs; stop != 0 {
+				k := bits.TrailingZeros64(stop) &^ 7 // bit offset of the stop byte
+				below := uint64(1)<<k - 1
+				ctrl |= c & below
+				high |= x & below
+				i += k >> 3
 				break
 			}
+			ctrl |= c
+			high |= x
 			i += 8
+		}
+		for ; i < len(src); i++ {
+			if c := src[i]; c == '"' || c == '\\' {
+				break
+			} else if c < 0x20 {
+				ctrl = highs
+			} else if c >= 0x80 {
+				high = highs
+			}
 		}
 		if i >= len(src) {
 			return s, 0, p.fail(ReasonSyntax)
 		}
-		c := src[i]
-		if c == '\\' {
-			escaped = true
-			if i+1 >= len(src) {
-				return s, 0, p.fail(ReasonSyntax)
-			}
-			if shortEscapeChar[src[i+1]] {
-				i += 2
-				continue
-			}
-			switch src[i+1] {
-			case '"', '\\', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case '/':
-				canonical = false
-				i += 2
-			case 'u':
-				if i+6 > len(src) {
-					return s, 0, p.fail(ReasonSyntax)
-				}
-				h, lower, ok := hex4(src[i+2 : i+6])
-				if !ok {
-					return s, 0, p.fail(ReasonSyntax)
-				}
-				if h >= 0x20 || shortEscape(byte(h)) != 0 || !lower {
-					canonical = false
-				}
-				i += 6
-			default:
-				return s, 0, p.fail(ReasonSyntax)
-			}
-			continue
+		if src[i] == '"' {
+			break
 		}
-		if c >= 0x80 {
-			// Two-byte sequences inline; everything else through utf8.
-			if c >= 0xc2 && c < 0xe0 && i+1 < len(src) && src[i+1]&0xc0 == 0x80 {
-				i += 2
-				continue
-			}
-			r, n := utf8.DecodeRune(src[i:])
-			if r == utf8.RuneError && n == 1 {
-				return s, 0, p.fail(ReasonUTF8)
-			}
-			i += n
-			continue
-		}
-		if c == '"' {
-			p.pos = i + 1
-			if canonical && !(isKey && escaped) {
-				return span{off: uint32(start), n: uint32(i - start)}, int64(i-start) + 2, true
-			}
-			return p.decode(src[start:i])
-		}
-		if c < 0x20 {
+		// A backslash.
+		escaped = true
+		if i+1 >= len(src) {
 			return s, 0, p.fail(ReasonSyntax)
 		}
-		i++
+		if shortEscapeChar[src[i+1]] {
+			i += 2
+			continue
+		}
+		switch src[i+1] {
+		case '/':
+			canonical = false
+			i += 2
+		case 'u':
+			if i+6 > len(src) {
+				return s, 0, p.fail(ReasonSyntax)
+			}
+			h, lower, ok := hex4(src[i+2 : i+6])
+			if !ok {
+				return s, 0, p.fail(ReasonSyntax)
+			}
+			if h >= 0x20 || shortEscape(byte(h)) != 0 || !lower {
+				canonical = false
+			}
+			i += 6
+		default:
+			return s, 0, p.fail(ReasonSyntax)
+		}
 	}
+	p.pos = i + 1
+	raw := src[start:i]
+	if ctrl&highs != 0 {
+		return s, 0, p.fail(ReasonSyntax)
+	}
+	if high&highs != 0 && !validUTF8(raw) {
+		return s, 0, p.fail(ReasonUTF8)
+	}
+	if canonical && !(isKey && escaped) {
+		return span{off: uint32(start), n: uint32(len(raw))}, int64(len(raw)) + 2, true
+	}
+	return p.decode(raw)
+}
+
+// validUTF8 is utf8.Valid for text that is mostly ASCII with scattered
+// multi-byte characters: after each non-ASCII character it returns to
+// skipping eight ASCII bytes at a time (utf8.Valid goes byte by byte for
+// the rest of the input once it meets the first one).
+func validUTF8(p []byte) bool {
+	const highs = 0x8080808080808080
+	i := 0
+	for i < len(p) {
+		for i+8 <= len(p) && binary.LittleEndian.Uint64(p[i:])&highs == 0 {
+			i += 8
+		}
+		for i < len(p) && p[i] < utf8.RuneSelf {
+			i++
+			if i&7 == 0 {
+				break
+			}
+		}
+		if i >= len(p) || p[i] < utf8.RuneSelf {
+			continue
+		}
+		r, n := utf8.DecodeRune(p[i:])
+		if r == utf8.RuneError && n == 1 {
+			return false
+		}
+		i += n
+	}
+	return true
 }
 
 // decode writes the decoded UTF-8 of raw string contents (already scanned
