@@ -65,6 +65,9 @@ func (a *arena) bytesOf(s span) []byte {
 	return a.src[s.off : s.off+s.n]
 }
 
+// node returns a pointer to node i (valid until the next add).
+func (a *arena) node(i uint32) *node { return &a.nodes[i] }
+
 // keyBytes returns the decoded key of member i (keys with escapes are
 // always decoded into scratch, so both locations hold plain UTF-8).
 func (a *arena) keyBytes(i uint32) []byte { return a.bytesOf(a.nodes[i].key) }

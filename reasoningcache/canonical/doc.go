@@ -91,8 +91,9 @@
 //
 //	caller, credential, relay_token  hex HMAC-SHA-256(secret, label ‖ 0x00 ‖ value),
 //	                                 label being the member name; the raw values never appear
-//	config                           other translated configuration (object), minus the
-//	                                 transport members stream and stream_options
+//	config                           other translated configuration (an object; absent or
+//	                                 null is {}), minus the transport members stream and
+//	                                 stream_options
 //	endpoint, origin                 the upstream endpoint path and origin
 //	format                           FormatID
 //	include                          include entries, sorted by byte order, deduplicated

@@ -477,3 +477,20 @@ func TestDigestText(t *testing.T) {
 		t.Fatal("unreachable")
 	}
 }
+
+func TestConfigSpellings(t *testing.T) {
+	var digests []Digest
+	for _, cfg := range []string{"", "null", "{}", ` { } `, `{"stream":false}`, `{"stream_options":{"include_usage":true}}`} {
+		s := testScope(ShapeChat)
+		s.Config = nil
+		if cfg != "" {
+			s.Config = json.RawMessage(cfg)
+		}
+		digests = append(digests, mustDigests(t, s, nil).Scope)
+	}
+	for i, d := range digests {
+		if d != digests[0] {
+			t.Errorf("config spelling %d changes the scope", i)
+		}
+	}
+}

@@ -49,7 +49,7 @@ type Scope struct {
 	// MaxOutputTokens is the effective max_output_tokens (0: not sent).
 	MaxOutputTokens int64
 	// Config is every other member of the translated upstream body, as a
-	// JSON object: instructions, tool_choice, parallel_tool_calls, text,
+	// JSON object (nil, null and {} are the same): instructions, tool_choice, parallel_tool_calls, text,
 	// temperature, top_p, max_tool_calls, truncation, service_tier, and so
 	// on. Transport members (top-level "stream" and "stream_options") are
 	// ignored; members that have their own field here (input, model, tools,
@@ -164,7 +164,12 @@ func (c *canon) buildScope(secret []byte, s *Scope) (uint32, Reason, error) {
 		return 0, r, nil
 	}
 	cfg := members[nm-1].val
-	if k := a.nodes[cfg].kind; k != kObject && k != kNull {
+	switch a.nodes[cfg].kind {
+	case kObject:
+	case kNull:
+		// No other configuration is the empty object, however it is spelled.
+		*a.node(cfg) = node{kind: kObject, first: uint32(len(a.kids)), size: 2}
+	default:
 		return 0, "", fmt.Errorf("canonical: scope: Config must be a JSON object")
 	}
 	if !(str("origin", s.Origin) && str("endpoint", s.Endpoint) && str("model", s.Model) &&
