@@ -25,8 +25,8 @@ type Digests struct {
 	// under.
 	Shape  Shape
 	Limits Limits
-	// Refusal is non-nil when the input was deterministically refused; all
-	// other fields are then zero.
+	// Refusal is non-nil when the input was deterministically refused;
+	// Scope, Boundaries, Kinds and Blocks are then empty.
 	Refusal *Refusal
 	// Scope is SHA-256(scope tag ‖ u64be(len) ‖ canonical scope): the key
 	// of the scope, independent of any history.
@@ -50,6 +50,7 @@ type Digests struct {
 // run of assistant message, function_call and custom_tool_call items
 // (Responses shape), spanning envelopes [First, End).
 type Block struct {
+	// First and End delimit the block's envelopes, [First, End).
 	First, End int
 	// StartDigest is the prefix digest just before the block,
 	// Boundaries[First].
@@ -236,6 +237,12 @@ func HistoryDigests(secret []byte, scope Scope, envelopes []json.RawMessage, lim
 // allowed; in the Responses shape one or more assistant message,
 // function_call or custom_tool_call items. The envelopes count against the
 // same limits as the history; a refusal is returned as a *Refusal error.
+//
+// The result describes the envelopes as a block of their own. In the
+// Responses shape a history that already ends in assistant items would, in
+// a later request, merge with them into one longer run; the planner sees
+// that as a different block. Extend does not change d and is safe to call
+// from several goroutines at once.
 func (d *Digests) Extend(envelopes ...json.RawMessage) (Block, error) {
 	if d.Refusal != nil || d.state == nil {
 		return Block{}, errors.New("canonical: extend: history was not identified")

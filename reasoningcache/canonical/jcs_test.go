@@ -310,3 +310,46 @@ func TestValidUTF8(t *testing.T) {
 		}
 	}
 }
+
+// Strings of every length around the 8-byte scanning words, with escapes,
+// raw multi-byte characters and invalid bytes at every offset.
+func TestStringScanRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	pieces := []string{"a", "b", "é", "😀", `\n`, `\"`, `\\`, `\/`, `\u00e9`, `\u001f`, `\u001F`, `\b`,
+		`\ud83d\ude00`, `\ud83d`, "\x01", "\xff", `\x`, "\"", "\u2028"}
+	for range 50000 {
+		var b strings.Builder
+		b.WriteByte('"')
+		for n := rng.IntN(24); n > 0; n-- {
+			p := pieces[rng.IntN(len(pieces))]
+			if rng.IntN(4) > 0 {
+				p = pieces[rng.IntN(8)] // mostly valid
+			}
+			b.WriteString(p)
+		}
+		b.WriteByte('"')
+		in := []byte(b.String())
+		got, err := Canonicalize(in, Limits{})
+		if err != nil {
+			switch refusedFor(t, err) {
+			case ReasonSyntax:
+				if json.Valid(in) {
+					t.Fatalf("%q: refused as invalid JSON, encoding/json accepts it", in)
+				}
+			case ReasonUTF8, ReasonSurrogate:
+			default:
+				t.Fatalf("%q: unexpected refusal %v", in, err)
+			}
+			continue
+		}
+		var s string
+		if e := json.Unmarshal(in, &s); e != nil {
+			t.Fatalf("%q: accepted, encoding/json says %v", in, e)
+		}
+		var want bytes.Buffer
+		refString(&want, s)
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("%q: got %q want %q", in, got, want.Bytes())
+		}
+	}
+}
