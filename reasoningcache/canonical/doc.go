@@ -31,10 +31,10 @@
 // value differs from the printed double (9007199254740993,
 // 333333333.33333329, anything with more than 17 significant digits,
 // overflow such as 1e400, underflow such as 1e-400) and negative zero,
-// which RFC 8785 would silently print as 0. The serializer never builds the whole canonical
-// text: verbatim runs (most string contents are already in canonical form
-// and are referenced in place) and punctuation go to SHA-256 through an 8
-// KiB buffer.
+// which RFC 8785 would silently print as 0. The serializer never builds
+// the whole canonical text: string contents that are already canonical
+// (the common case) are referenced in place in the input, and everything
+// goes to SHA-256 through an 8 KiB buffer, long runs directly.
 //
 // # Envelopes and normalization
 //
@@ -86,8 +86,11 @@
 //
 // # Canonical scope
 //
-// The scope is one canonical JSON object with these members (absent
-// values are null):
+// The scope separates requests whose effective model context differs: an
+// identical history under another model, reasoning setting, tool list,
+// upstream account or caller must never match. It is one canonical JSON
+// object with exactly these members (absent values are null unless
+// stated):
 //
 //	caller, credential, relay_token  hex HMAC-SHA-256(secret, label ‖ 0x00 ‖ value),
 //	                                 label being the member name; the raw values never appear
@@ -97,6 +100,7 @@
 //	endpoint, origin                 the upstream endpoint path and origin
 //	format                           FormatID
 //	include                          include entries, sorted by byte order, deduplicated
+//	                                 (an array, [] when none)
 //	limits                           {max_bytes, max_depth, max_messages, max_nodes,
 //	                                  max_scratch, scratch_per_node} of the effective Limits
 //	max_output_tokens                number, or null when not sent
@@ -106,9 +110,13 @@
 //	shape                            "chat" or "responses"
 //	store                            the effective store flag
 //
-// The secret is the caller's (the ledger owns it) and must be at least
-// MinSecretLen bytes. Limits are in the scope so that changing a limit
-// changes the identity rather than silently changing a decision.
+// Credentials are keyed fingerprints, not plain hashes, so that a stored
+// scope reveals nothing guessable about a token; the secret is the
+// caller's (the ledger owns it) and must be at least MinSecretLen bytes.
+// Transport details (stream, stream_options) are left out because they do
+// not change what the model sees. The format and the limits are in the
+// scope so that changing either changes the identity rather than silently
+// changing a decision.
 //
 // # Framing and digests
 //
