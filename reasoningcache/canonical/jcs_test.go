@@ -353,3 +353,46 @@ func TestStringScanRandom(t *testing.T) {
 		}
 	}
 }
+
+// Long strings with escapes, backslash runs and multi-byte characters
+// placed across the scanner's 8-byte word boundaries.
+func TestStringScanBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	pieces := []string{"abcdefg", "é", "😀", `\n`, `\"`, `\\`, `\\\\`, `\/`, `\u00e9`, `\u001f`, `\t`, "\x01", "\xff", `\q`, "\""}
+	for range 20000 {
+		var b strings.Builder
+		b.WriteByte('"')
+		for b.Len() < 60+rng.IntN(300) {
+			if rng.IntN(10) == 0 {
+				b.WriteString(pieces[rng.IntN(len(pieces))])
+			} else if rng.IntN(3) == 0 {
+				b.WriteString(pieces[3+rng.IntN(3)])
+			} else {
+				b.WriteString(strings.Repeat("x", rng.IntN(70)))
+			}
+		}
+		b.WriteByte('"')
+		in := []byte(b.String())
+		got, err := Canonicalize(in, Limits{})
+		var s string
+		jerr := json.Unmarshal(in, &s)
+		if err != nil {
+			r := refusedFor(t, err)
+			if r == ReasonSyntax && jerr == nil {
+				t.Fatalf("%q: refused as invalid JSON, encoding/json accepts it", in)
+			}
+			if r != ReasonSyntax && r != ReasonUTF8 && r != ReasonSurrogate {
+				t.Fatalf("%q: unexpected refusal %v", in, err)
+			}
+			continue
+		}
+		if jerr != nil {
+			t.Fatalf("%q: accepted, encoding/json says %v", in, jerr)
+		}
+		var want bytes.Buffer
+		refString(&want, s)
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("%q:\n got %q\nwant %q", in, got, want.Bytes())
+		}
+	}
+}
