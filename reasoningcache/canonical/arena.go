@@ -127,6 +127,16 @@ func (a *arena) isString(i uint32, s string) bool {
 	return string(a.bytesOf(n.val)) == s
 }
 
+// stringValue returns the canonical contents of string node i, or nil for
+// any other kind (only used to compare against known plain names).
+func (a *arena) stringValue(i uint32) []byte {
+	n := &a.nodes[i]
+	if n.kind != kString {
+		return nil
+	}
+	return a.bytesOf(n.val)
+}
+
 // memberString reports whether object i has a member key whose value is
 // the string s.
 func (a *arena) memberString(i uint32, key, s string) bool {

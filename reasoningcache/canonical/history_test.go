@@ -494,3 +494,30 @@ func TestConfigSpellings(t *testing.T) {
 		}
 	}
 }
+
+// Concurrent passes share the pool but nothing else.
+func TestConcurrent(t *testing.T) {
+	want := mustDigests(t, testScope(ShapeResponses), responsesHistory)
+	done := make(chan Digest, 8)
+	for range 8 {
+		go func() {
+			d, err := HistoryDigests(testSecret, testScope(ShapeResponses), responsesHistory, Limits{})
+			if err != nil || d.Refusal != nil {
+				done <- Digest{}
+				return
+			}
+			b, err := want.Extend(raws(`{"role":"assistant","content":"x"}`)...)
+			if err != nil {
+				done <- Digest{}
+				return
+			}
+			_ = b
+			done <- d.Final()
+		}()
+	}
+	for range 8 {
+		if got := <-done; got != want.Final() {
+			t.Errorf("concurrent pass gave %v, want %v", got, want.Final())
+		}
+	}
+}

@@ -86,17 +86,23 @@ func (a *arena) normalize(shape Shape, root uint32) (uint32, Kind, Reason) {
 		default:
 			return 0, 0, ReasonNotMessage
 		}
-		if _, hasType := a.member(root, "type"); !hasType {
-			if _, hasRole := a.member(root, "role"); hasRole {
-				a.insert(root, "type", a.stringNode("message"))
-			}
-		}
+		typ, hasType := a.member(root, "type")
+		role, hasRole := a.member(root, "role")
+		typeName := []byte("message")
 		switch {
-		case a.memberString(root, "type", "message") && a.memberString(root, "role", "assistant"):
-			a.removeNamed(root, "id", "status")
-			a.normContent(root, "output_text", true)
-			return root, KindAssistant, ""
-		case a.memberString(root, "type", "function_call"), a.memberString(root, "type", "custom_tool_call"):
+		case hasType:
+			typeName = a.stringValue(typ)
+		case hasRole:
+			a.insert(root, "type", a.stringNode("message"))
+		}
+		switch string(typeName) {
+		case "message":
+			if hasRole && a.isString(role, "assistant") {
+				a.removeNamed(root, "id", "status")
+				a.normContent(root, "output_text", true)
+				return root, KindAssistant, ""
+			}
+		case "function_call", "custom_tool_call":
 			a.removeNamed(root, "id", "status")
 			return root, KindToolCall, ""
 		}
