@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,11 +69,7 @@ func ParseScenario(text string) (Scenario, string) {
 	}
 	name, arg := Kind(m[1]), m[2]
 	sc := Scenario{Kind: name}
-	known := false
-	for _, k := range kinds {
-		known = known || k == name
-	}
-	if !known {
+	if !slices.Contains(kinds, name) {
 		sc.Invalid = fmt.Sprintf("fakeupstream: unknown scenario token %q", m[0])
 		return sc, rest
 	}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -172,6 +173,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sc := script(&view)
 	if sc.Kind == "" {
 		sc.Kind = KindText
+	}
+	if !slices.Contains(kinds, sc.Kind) && sc.Invalid == "" {
+		sc.Invalid = fmt.Sprintf("fakeupstream: script returned unknown scenario kind %q", sc.Kind)
 	}
 	t := s.newTurn(p, sc, apiKey)
 	s.update(rec, func(rec *Request) {
