@@ -1,0 +1,339 @@
+package caddymodule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/ledger"
+)
+
+func init() {
+	caddy.RegisterModule(CacheApp{})
+}
+
+// DefaultCacheDatabase is the ledger path used when none is configured,
+// relative to Caddy's working directory.
+const DefaultCacheDatabase = "./data/reasoning-cache.sqlite"
+
+// ErrCacheDisabled is returned by CacheApp.Acquire when the cache is
+// disabled (or has no database): the request is served without the cache.
+var ErrCacheDisabled = errors.New("reasoning cache is disabled")
+
+// Timings of the store's life cycle; variables so that tests can shorten
+// them.
+var (
+	// checkpointInterval is how often the app checkpoints the WAL in the
+	// background (SQLite's automatic checkpoint is off: it would stall a
+	// request's commit).
+	checkpointInterval = 5 * time.Second
+	// exitDrainTimeout bounds how long Caddy's shutdown waits for requests
+	// still holding the store before closing it anyway.
+	exitDrainTimeout = 10 * time.Second
+	// reloadDrainLimit bounds how long a store dropped by a reload (its
+	// database path changed or the app was removed) stays open for the
+	// requests still holding it.
+	reloadDrainLimit = 30 * time.Minute
+	// reopenWait bounds how long opening a database waits for the same
+	// database's previous store to finish closing.
+	reopenWait = 10 * time.Second
+)
+
+// CacheApp is the reasoning_cache app: it owns the reasoning cache's
+// ledger, a crash-safe SQLite database that one Caddy process owns at a
+// time. The open ledger is shared across configuration reloads: a `caddy
+// reload` hands it to the new configuration instead of reopening it, and
+// requests still streaming under the old configuration keep it open until
+// they end.
+//
+// Handlers reach it with ctx.App("reasoning_cache") and pin the ledger
+// for each request with Acquire.
+type CacheApp struct {
+	// Database is the path of the ledger's SQLite database. A relative path
+	// is resolved against Caddy's working directory. The folder is created
+	// with mode 0700 if missing; the database and its -wal, -shm and -lock
+	// files are 0600. Default: ./data/reasoning-cache.sqlite.
+	Database string `json:"database,omitempty"`
+
+	// Enabled turns the cache on. When false and the database does not
+	// exist, nothing is created and requests are relayed without the cache.
+	// When false and the database exists, Caddy still takes ownership of
+	// it, recovers what an earlier process left unfinished and records a
+	// coverage gap; the next time the cache is enabled, everything cached
+	// before the gap stops being replayed (payloads are kept). Default:
+	// false.
+	Enabled bool `json:"enabled,omitempty"`
+
+	ctx    caddy.Context
+	logger *zap.Logger
+	key    string       // cleaned absolute database path; the pool key
+	holder *storeHolder // nil when disabled without a database; set only in Provision
+	unref  *sync.Once   // drops this configuration's pool reference once
+}
+
+// CaddyModule returns the Caddy module information.
+func (CacheApp) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "reasoning_cache",
+		New: func() caddy.Module { return new(CacheApp) },
+	}
+}
+
+// Provision opens the ledger, or takes over the one the previous
+// configuration opened for the same path.
+func (a *CacheApp) Provision(ctx caddy.Context) error {
+	a.ctx = ctx
+	a.logger = ctx.Logger()
+	if a.Database == "" {
+		a.Database = DefaultCacheDatabase
+	}
+	abs, err := filepath.Abs(a.Database)
+	if err != nil {
+		return fmt.Errorf("reasoning_cache: database path %q: %w", a.Database, err)
+	}
+	a.key = filepath.Clean(abs)
+
+	enabled := a.Enabled
+	val, loaded, err := ledgers.LoadOrNew(a.key, func() (caddy.Destructor, error) {
+		return openHolder(a.key, enabled)
+	})
+	if errors.Is(err, ledger.ErrNoDatabase) {
+		a.logger.Info("reasoning cache disabled; no database", zap.String("database", a.key))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reasoning_cache: %w", err)
+	}
+	a.holder = val.(*storeHolder)
+	a.unref = new(sync.Once)
+	a.logger.Info("reasoning cache database",
+		zap.String("database", a.key), zap.Bool("enabled", a.Enabled), zap.Bool("reused", loaded))
+	return nil
+}
+
+// Start applies this configuration's enabled setting to a store taken
+// over from the previous configuration (disabling records a coverage gap;
+// enabling consumes it) and starts the background checkpoint loop.
+func (a *CacheApp) Start() error {
+	if a.holder == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, 30*time.Second)
+	defer cancel()
+	if err := a.holder.store.SetEnabled(ctx, a.Enabled); err != nil {
+		return fmt.Errorf("reasoning_cache: set enabled=%v: %w", a.Enabled, err)
+	}
+	go a.checkpointLoop(a.holder.store)
+	return nil
+}
+
+// Stop does nothing: the ledger must outlive this configuration while its
+// requests finish. Cleanup releases it.
+func (a *CacheApp) Stop() error { return nil }
+
+// Cleanup releases this configuration's reference to the ledger. The
+// ledger closes once no configuration and no request uses it.
+func (a *CacheApp) Cleanup() error {
+	if a.holder == nil {
+		return nil
+	}
+	a.unref.Do(func() {
+		deleted, err := ledgers.Delete(a.key)
+		if err != nil {
+			a.logger.Error("closing reasoning cache database", zap.String("database", a.key), zap.Error(err))
+		}
+		if deleted {
+			a.logger.Debug("unloading unused reasoning cache database", zap.String("database", a.key))
+		}
+	})
+	return nil
+}
+
+// Acquire pins the ledger for one request and returns it with the
+// function that releases the pin (call it exactly once, when the request
+// has finished with the ledger, typically deferred; further calls do
+// nothing). While any pin is held the ledger stays open, even if a
+// `caddy reload` has cleaned this configuration up meanwhile.
+//
+// It returns ErrCacheDisabled when the cache is disabled or has no
+// database, and ledger.ErrClosed if the ledger has already been closed;
+// in both cases the request should be relayed without the cache.
+func (a *CacheApp) Acquire() (*ledger.Store, func(), error) {
+	h := a.holder
+	if h == nil || !a.Enabled {
+		return nil, func() {}, ErrCacheDisabled
+	}
+	return h.acquire()
+}
+
+// DatabasePath returns the cleaned absolute path of the ledger database.
+func (a *CacheApp) DatabasePath() string { return a.key }
+
+func (a *CacheApp) checkpointLoop(store *ledger.Store) {
+	defer func() {
+		if err := recover(); err != nil {
+			a.logger.Error("reasoning cache checkpoint loop panicked", zap.Any("error", err), zap.ByteString("stack", debug.Stack()))
+		}
+	}()
+	t := time.NewTicker(checkpointInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-t.C:
+			if _, _, err := store.Checkpoint(a.ctx); err != nil && !errors.Is(err, ledger.ErrClosed) && a.ctx.Err() == nil {
+				a.logger.Warn("reasoning cache checkpoint failed", zap.Error(err))
+			}
+		}
+	}
+}
+
+// ledgers holds the open ledgers, keyed by cleaned absolute database path,
+// across configuration reloads.
+var ledgers = caddy.NewUsagePool()
+
+// closing maps a database path to a channel that is closed when the store
+// a reload dropped for that path has closed, so that a later open of the
+// same path waits for it instead of failing on the ownership lock.
+var (
+	closingMu sync.Mutex
+	closing   = map[string]chan struct{}{}
+)
+
+// testHookStoreClosed, when set by tests, is called once each time a
+// store closes.
+var testHookStoreClosed func(path string)
+
+// storeHolder is the pool value: the open store and the requests pinning
+// it.
+type storeHolder struct {
+	key   string
+	store *ledger.Store
+	log   *zap.Logger
+
+	mu       sync.Mutex
+	inflight int
+	dropped  bool          // no configuration references it any more
+	drained  chan struct{} // closed when dropped and inflight reaches 0
+	closed   chan struct{} // closed once the store has closed
+	once     sync.Once
+	closeErr error
+}
+
+func openHolder(key string, enabled bool) (*storeHolder, error) {
+	closingMu.Lock()
+	prev := closing[key]
+	closingMu.Unlock()
+	if prev != nil {
+		select {
+		case <-prev:
+		case <-time.After(reopenWait):
+			return nil, fmt.Errorf("database %s is still held by requests of an earlier configuration; retry when they have finished", key)
+		}
+	}
+	log := caddy.Log().Named("reasoning_cache.ledger")
+	st, err := ledger.Open(key, ledger.Options{Disabled: !enabled, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return &storeHolder{key: key, store: st, log: log, drained: make(chan struct{}), closed: make(chan struct{})}, nil
+}
+
+func (h *storeHolder) acquire() (*ledger.Store, func(), error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.dropped && h.inflight == 0 {
+		return nil, func() {}, ledger.ErrClosed
+	}
+	if !h.store.Enabled() {
+		return nil, func() {}, ErrCacheDisabled
+	}
+	h.inflight++
+	var once sync.Once
+	return h.store, func() { once.Do(h.release) }, nil
+}
+
+func (h *storeHolder) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.inflight--
+	if h.dropped && h.inflight == 0 {
+		close(h.drained)
+	}
+}
+
+// Destruct is called by the pool when no configuration references the
+// store any more. If no request holds it, it closes now. Otherwise it
+// closes when the last request releases it: in the background during a
+// reload (so that the reload does not wait for long streams; at most
+// reloadDrainLimit), or, when Caddy is exiting, after at most
+// exitDrainTimeout.
+func (h *storeHolder) Destruct() error {
+	h.mu.Lock()
+	h.dropped = true
+	idle := h.inflight == 0
+	if idle {
+		close(h.drained)
+	}
+	h.mu.Unlock()
+	if idle {
+		return h.close()
+	}
+	closingMu.Lock()
+	closing[h.key] = h.closed
+	closingMu.Unlock()
+	if caddy.Exiting() {
+		h.waitDrained(exitDrainTimeout)
+		return h.close()
+	}
+	go func() {
+		h.waitDrained(reloadDrainLimit)
+		if err := h.close(); err != nil {
+			h.log.Error("closing reasoning cache database", zap.Error(err))
+		}
+	}()
+	return nil
+}
+
+func (h *storeHolder) waitDrained(limit time.Duration) {
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-h.drained:
+	case <-t.C:
+		h.log.Warn("closing reasoning cache database under requests still using it",
+			zap.String("database", h.key), zap.Duration("waited", limit))
+	}
+}
+
+func (h *storeHolder) close() error {
+	h.once.Do(func() {
+		h.closeErr = h.store.Close()
+		closingMu.Lock()
+		if closing[h.key] == h.closed {
+			delete(closing, h.key)
+		}
+		closingMu.Unlock()
+		close(h.closed)
+		if hook := testHookStoreClosed; hook != nil {
+			hook(h.key)
+		}
+	})
+	return h.closeErr
+}
+
+// Interface guards
+var (
+	_ caddy.App          = (*CacheApp)(nil)
+	_ caddy.Provisioner  = (*CacheApp)(nil)
+	_ caddy.CleanerUpper = (*CacheApp)(nil)
+	_ caddy.Destructor   = (*storeHolder)(nil)
+)
