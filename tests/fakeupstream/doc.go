@@ -15,5 +15,18 @@
 //
 // What a request is answered with is chosen by a script; the default script
 // reads a token such as "[[parallel_tools]]" or "[[slow:50ms]]" from the last
-// user message (see ParseScenario and DefaultScript).
+// user message (see ParseScenario, DefaultScript and the Kind constants).
+// A request whose input ends with tool outputs is answered with the text
+// "tool results received: <call ids>". Unknown tokens are answered with 400
+// fake_invalid_scenario so that a typo fails the test.
+//
+// Typical use:
+//
+//	fake := fakeupstream.New(fakeupstream.Options{APIKey: "sk-upstream"})
+//	srv := httptest.NewServer(fake)
+//	defer srv.Close()
+//	// point the relay at srv.URL+"/v1", send "hi [[tool]]" through it, then:
+//	reqs := fake.Requests() // bodies, headers, verified replayed reasoning, rejections
+//
+// The command cmd/fake-upstream serves the same handler on a TCP address.
 package fakeupstream

@@ -143,6 +143,9 @@ func TestReasoningReplay(t *testing.T) {
 					want = "invalid_request_error"
 				}
 			}
+			if reqs[0].Model != "gpt-5.2" {
+				t.Errorf("rejected request lost its model: %+v", reqs[0])
+			}
 			if reqs[0].Rejected != want || reqs[0].RejectedMessage != msg || reqs[0].Status != c.status {
 				t.Fatalf("recorded Rejected %q (%q) status %d", reqs[0].Rejected, reqs[0].RejectedMessage, reqs[0].Status)
 			}

@@ -53,18 +53,23 @@ type Server struct {
 
 // Request is what the fake recorded about one HTTP request.
 type Request struct {
-	Body            json.RawMessage     // exactly as received
-	Header          http.Header         // as received (tests check that the client's token did not leak)
-	Method          string              // HTTP method
-	Path            string              // URL path
-	Stream          bool                // request field stream
-	Model           string              // request field model
-	Replayed        []ReplayedReasoning // reasoning items in input that verified, in input order
-	Rejected        string              // empty when accepted, else the error code/reason returned
-	RejectedMessage string              // the error message returned with Rejected
-	Status          int                 // HTTP status the fake answered with
-	Scenario        Scenario            // the scenario the request was answered with (accepted requests)
-	ResponseID      string              // the response id this request got (if any)
+	Body     json.RawMessage     // exactly as received
+	Header   http.Header         // as received (tests check that the client's token did not leak)
+	Method   string              // HTTP method
+	Path     string              // URL path
+	Stream   bool                // request field stream
+	Model    string              // request field model
+	Replayed []ReplayedReasoning // reasoning items in input that verified, in input order
+	// Rejected is empty when the request was accepted, else the error code
+	// returned (e.g. "invalid_encrypted_content", "unknown_parameter",
+	// "fake_invalid_scenario"), or for errors OpenAI sends with a null code:
+	// "not_found" (404), "unauthorized" (401), "method_not_allowed",
+	// "request_too_large", or the error type ("invalid_request_error").
+	Rejected        string
+	RejectedMessage string   // the error message returned with Rejected
+	Status          int      // HTTP status the fake answered with
+	Scenario        Scenario // the scenario the request was answered with (accepted requests)
+	ResponseID      string   // the response id this request got (if any)
 
 	parsed *parsedRequest
 }
@@ -159,7 +164,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p, apiKey, replayed, aerr := s.admit(r, body, readErr)
 	if aerr != nil {
 		s.update(rec, func(rec *Request) {
-			rec.parsed = p
+			if p != nil {
+				rec.parsed, rec.Stream, rec.Model = p, p.stream, p.model
+			}
 			rec.Rejected, rec.RejectedMessage, rec.Status = aerr.reason(), aerr.Message, aerr.Status
 		})
 		aerr.write(w)
