@@ -182,18 +182,7 @@ func (a *CacheApp) checkpointLoop(store *ledger.Store) {
 			a.logger.Error("reasoning cache checkpoint loop panicked", zap.Any("error", err), zap.ByteString("stack", debug.Stack()))
 		}
 	}()
-	t := time.NewTicker(checkpointInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-a.ctx.Done():
-			return
-		case <-t.C:
-			if _, _, err := store.Checkpoint(a.ctx); err != nil && !errors.Is(err, ledger.ErrClosed) && a.ctx.Err() == nil {
-				a.logger.Warn("reasoning cache checkpoint failed", zap.Error(err))
-			}
-		}
-	}
+	store.RunCheckpoints(a.ctx, checkpointInterval)
 }
 
 // ledgers holds the open ledgers, keyed by cleaned absolute database path,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -295,8 +296,8 @@ func (s *Store) Checkpoint(ctx context.Context) (walFrames, checkpointed int, er
 	return walFrames, checkpointed, nil
 }
 
-// RunCheckpoints checkpoints every interval until ctx is done. It is the
-// background loop the Caddy app runs.
+// RunCheckpoints checkpoints every interval until ctx is done or the
+// store is closed. It is the background loop the Caddy app runs.
 func (s *Store) RunCheckpoints(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -305,7 +306,11 @@ func (s *Store) RunCheckpoints(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, _, err := s.Checkpoint(ctx); err != nil && !errors.Is(err, ErrClosed) && ctx.Err() == nil {
+			_, _, err := s.Checkpoint(ctx)
+			if errors.Is(err, ErrClosed) || ctx.Err() != nil {
+				return
+			}
+			if err != nil {
 				s.log.Warn("ledger checkpoint failed", zap.Error(err))
 			}
 		}
@@ -319,6 +324,9 @@ func (s *Store) isClosed() bool {
 }
 
 func warnLooseDir(dir string, log *zap.Logger) {
+	if runtime.GOOS == "windows" {
+		return
+	}
 	st, err := os.Stat(dir)
 	if err != nil || st.Mode().Perm()&0o077 == 0 {
 		return
