@@ -166,6 +166,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.update(rec, func(rec *Request) {
 			if p != nil {
 				rec.parsed, rec.Stream, rec.Model = p, p.stream, p.model
+			} else {
+				rec.Model, rec.Stream = peek(body)
 			}
 			rec.Rejected, rec.RejectedMessage, rec.Status = aerr.reason(), aerr.Message, aerr.Status
 		})
@@ -193,6 +195,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	})
 	t.serve(w, r)
+}
+
+// peek reads model and stream from a body that failed validation, best effort.
+func peek(body []byte) (string, bool) {
+	var top struct {
+		Model  json.RawMessage `json:"model"`
+		Stream json.RawMessage `json:"stream"`
+	}
+	if json.Unmarshal(body, &top) != nil {
+		return "", false
+	}
+	var model string
+	var stream bool
+	_ = json.Unmarshal(top.Model, &model)
+	_ = json.Unmarshal(top.Stream, &stream)
+	return model, stream
 }
 
 // update changes a recorded request under the lock.
