@@ -9,7 +9,15 @@
 //
 // Relative replacement paths in the recipe are resolved against the
 // recipe's directory, as the xcaddy command resolves them against the
-// working directory. Environment variables that xcaddy honours
+// working directory.
+//
+// The module is not published, so the recipe pins the zero pseudo-version
+// that Go uses for replaced modules and replaces exactly that version with
+// the local tree. A module proxy that answers 403 (rather than 404) for an
+// unknown path would still fail the lookup of the plugin package, so the
+// build runs with GOPROXY's list joined by "|" (fall through on any error)
+// and ending in "off": a lookup no proxy can answer then resolves to the
+// replacement, and every other module still comes from your proxies. Environment variables that xcaddy honours
 // (XCADDY_GO_BUILD_FLAGS, XCADDY_RACE_DETECTOR, …) apply as usual;
 // CGO_ENABLED stays off unless set, which the pure-Go SQLite driver needs
 // no cgo for.
@@ -23,6 +31,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -45,6 +54,9 @@ func run(recipe, output string) error {
 	if err != nil {
 		return err
 	}
+	if err := os.Setenv("GOPROXY", fallthroughProxy()); err != nil {
+		return fmt.Errorf("setting GOPROXY: %w", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := b.Build(ctx, output); err != nil {
@@ -52,6 +64,25 @@ func run(recipe, output string) error {
 	}
 	fmt.Printf("built %s (Caddy %s)\n", output, b.CaddyVersion)
 	return nil
+}
+
+// fallthroughProxy returns the configured GOPROXY list with every proxy
+// falling through to the next on any error and a final "off".
+func fallthroughProxy() string {
+	list := os.Getenv("GOPROXY")
+	if list == "" {
+		out, err := exec.Command("go", "env", "GOPROXY").Output()
+		if err == nil {
+			list = strings.TrimSpace(string(out))
+		}
+	}
+	if list == "" || list == "off" {
+		return "off"
+	}
+	if strings.HasSuffix(list, "|off") {
+		return list
+	}
+	return strings.ReplaceAll(list, ",", "|") + "|off"
 }
 
 // loadRecipe reads an xcaddy.Builder from path, refusing unknown fields,
