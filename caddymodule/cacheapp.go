@@ -96,7 +96,7 @@ func (a *CacheApp) Provision(ctx caddy.Context) error {
 	}
 	abs, err := filepath.Abs(a.Database)
 	if err != nil {
-		return fmt.Errorf("reasoning_cache: database path %q: %w", a.Database, err)
+		return fmt.Errorf("database path %q: %w", a.Database, err)
 	}
 	a.key = filepath.Clean(abs)
 
@@ -109,7 +109,7 @@ func (a *CacheApp) Provision(ctx caddy.Context) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reasoning_cache: %w", err)
+		return err // Caddy prefixes "provision reasoning_cache"
 	}
 	a.holder = val.(*storeHolder)
 	a.unref = new(sync.Once)
@@ -128,7 +128,7 @@ func (a *CacheApp) Start() error {
 	ctx, cancel := context.WithTimeout(a.ctx, 30*time.Second)
 	defer cancel()
 	if err := a.holder.store.SetEnabled(ctx, a.Enabled); err != nil {
-		return fmt.Errorf("reasoning_cache: set enabled=%v: %w", a.Enabled, err)
+		return fmt.Errorf("reasoning_cache: set enabled=%v on %s: %w", a.Enabled, a.key, err)
 	}
 	go a.checkpointLoop(a.holder.store)
 	return nil

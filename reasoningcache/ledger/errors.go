@@ -8,7 +8,8 @@ import (
 // Sentinel errors returned by the store. Test them with errors.Is.
 var (
 	// ErrInUse means another process (or another Store in this process)
-	// owns the database file.
+	// owns the database file. Open returns an error that wraps it and says
+	// which file and what to do.
 	ErrInUse = errors.New("ledger: database is in use by another process")
 
 	// ErrNoDatabase is returned by Open with Options.Disabled set when the
@@ -79,3 +80,12 @@ func IsReason(err error, r Reason) bool {
 func invalid(op string, r Reason, format string, args ...any) error {
 	return &ValidationError{Op: op, Reason: r, Detail: fmt.Sprintf(format, args...)}
 }
+
+// inUseError is Open's ErrInUse with the path and the remedy.
+type inUseError struct{ path string }
+
+func (e inUseError) Error() string {
+	return fmt.Sprintf("%s is in use by another process; use `caddy reload` to change the running one's configuration", e.path)
+}
+
+func (e inUseError) Is(target error) bool { return target == ErrInUse }

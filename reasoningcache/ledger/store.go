@@ -165,7 +165,7 @@ func Open(path string, opts Options) (*Store, error) {
 	lock, err := acquireOwnerLock(abs + "-lock")
 	if err != nil {
 		if errors.Is(err, ErrInUse) {
-			return nil, fmt.Errorf("%w: %s is in use by another process; use `caddy reload` to change the running one's configuration", ErrInUse, abs)
+			return nil, inUseError{path: abs}
 		}
 		return nil, fmt.Errorf("ledger: open %s: %w", abs, err)
 	}
