@@ -17,9 +17,18 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
+
+// TB is the part of testing.TB the harness needs, so that programs such as
+// the load harness can run it outside go test.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	Cleanup(func())
+	Failed() bool
+}
 
 // Options describe one Caddy instance.
 type Options struct {
@@ -52,7 +61,7 @@ type Caddy struct {
 	// Port is the HTTP port.
 	Port int
 
-	t       testing.TB
+	t       TB
 	opts    Options
 	cmd     *exec.Cmd
 	logs    *syncBuffer
@@ -69,7 +78,7 @@ var (
 // Binary returns the Caddy binary under test: $RELAY_CADDY_BIN when set
 // (CI builds it once with xcaddy), otherwise one built from this module's
 // caddymodule/cmd/caddy once per test process.
-func Binary(t testing.TB) string {
+func Binary(t TB) string {
 	t.Helper()
 	if p := os.Getenv("RELAY_CADDY_BIN"); p != "" {
 		abs, err := filepath.Abs(p)
@@ -115,7 +124,7 @@ func moduleRoot() (string, error) {
 }
 
 // FreePort returns a TCP port that was free a moment ago on 127.0.0.1.
-func FreePort(t testing.TB) int {
+func FreePort(t TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -127,7 +136,7 @@ func FreePort(t testing.TB) int {
 
 // Start writes a Caddyfile for opts, starts Caddy and waits until the site
 // accepts connections. The process is stopped when the test ends.
-func Start(t testing.TB, opts Options) *Caddy {
+func Start(t TB, opts Options) *Caddy {
 	t.Helper()
 	bin := Binary(t)
 	if opts.Dir == "" {
@@ -228,7 +237,7 @@ func (c *Caddy) waitReady() {
 
 // StartErr starts Caddy with opts and expects it to fail; it returns the
 // logs of the failed start.
-func StartErr(t testing.TB, opts Options) string {
+func StartErr(t TB, opts Options) string {
 	t.Helper()
 	bin := Binary(t)
 	dir := opts.Dir
@@ -236,7 +245,7 @@ func StartErr(t testing.TB, opts Options) string {
 		var err error
 		dir, err = os.MkdirTemp("", "rt-")
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("relaytest: %v", err)
 		}
 		t.Cleanup(func() { os.RemoveAll(dir) })
 		opts.Dir = dir
@@ -246,7 +255,7 @@ func StartErr(t testing.TB, opts Options) string {
 	}
 	c := &Caddy{Dir: dir, Port: opts.Port, Admin: "unix/" + filepath.Join(dir, "admin.sock")}
 	if err := os.WriteFile(c.CaddyfilePath(), []byte(c.caddyfile(opts)), 0o600); err != nil {
-		t.Fatal(err)
+		t.Fatalf("relaytest: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
