@@ -26,7 +26,7 @@ const (
 	KindFailed        Kind = "failed"         // response.failed (JSON: status failed)
 	KindErrorFlat     Kind = "error_flat"     // a few deltas, then a documented flat error event
 	KindErrorNested   Kind = "error_nested"   // a few deltas, then an error event with a nested error object
-	KindCut           Kind = "cut"            // a few deltas, then the body ends without a terminal event
+	KindCut           Kind = "cut"            // a few deltas, then the body ends without a terminal event ("cut:abort": the connection drops mid-body)
 	KindMalformed     Kind = "malformed"      // a few events, then a data line that is not JSON
 	KindSlow          Kind = "slow"           // the text scenario with Scenario.Delay between events
 	KindHTTPError     Kind = "http_error"     // a non-2xx JSON error with Scenario.Status before any stream byte
@@ -47,6 +47,7 @@ type Scenario struct {
 	Delay  time.Duration // pause between SSE events; 0 uses Options.Delay
 	Status int           // KindHTTPError: the HTTP status (default 500)
 	Code   string        // error code for KindFailed, KindErrorFlat/Nested, KindHTTPError; "" picks a default
+	Abort  bool          // KindCut with stream:true: drop the connection without the final chunk (client sees unexpected EOF)
 	// Invalid, when not empty, makes the fake answer 400 with this message
 	// (code "fake_invalid_scenario"): used for unknown or malformed tokens
 	// so that a typo in a test fails loudly.
@@ -59,8 +60,9 @@ var tokenPattern = regexp.MustCompile(`\[\[([a-z_]+)(?::([^\]]*))?\]\]`)
 // ParseScenario finds the first "[[name]]" or "[[name:arg]]" token in text
 // and returns the scenario it names and text with every token removed and
 // surrounding space trimmed. Text without a token gives KindText. Arguments:
-// "slow:<duration>" (Go duration, e.g. 50ms), "http_error:<status>", and an
-// optional error code for "failed", "error_flat", "error_nested".
+// "slow:<duration>" (Go duration, e.g. 50ms), "http_error:<status>",
+// "cut:abort", and an optional error code for "failed", "error_flat",
+// "error_nested".
 func ParseScenario(text string) (Scenario, string) {
 	m := tokenPattern.FindStringSubmatch(text)
 	rest := strings.TrimSpace(tokenPattern.ReplaceAllString(text, ""))
@@ -88,6 +90,14 @@ func ParseScenario(text string) (Scenario, string) {
 		sc.Status = st
 	case KindFailed, KindErrorFlat, KindErrorNested:
 		sc.Code = arg
+	case KindCut:
+		switch arg {
+		case "":
+		case "abort":
+			sc.Abort = true
+		default:
+			sc.Invalid = fmt.Sprintf("fakeupstream: scenario %q takes no argument or \"abort\"", m[0])
+		}
 	default:
 		if arg != "" {
 			sc.Invalid = fmt.Sprintf("fakeupstream: scenario %q takes no argument", m[0])

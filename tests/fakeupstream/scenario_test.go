@@ -331,6 +331,26 @@ func TestCutJSONEndsEarly(t *testing.T) {
 	}
 }
 
+func TestCutAbortDropsConnection(t *testing.T) {
+	_, ts := newTest(t, Options{})
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/v1/responses", strings.NewReader(body("[[cut:abort]]", true, "")))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("read error %v, want unexpected EOF", err)
+	}
+	evs := parseSSE(t, b)
+	if _, term := streamCheck(t, evs); term != nil || evs[len(evs)-1].Event != "response.output_text.delta" {
+		t.Fatalf("aborted stream: %v", types(evs))
+	}
+}
+
 func TestToolResultsDefault(t *testing.T) {
 	s, ts := newTest(t, Options{})
 	in := `{"model":"m","stream":false,"input":[
@@ -372,6 +392,8 @@ func TestParseScenario(t *testing.T) {
 		{"[[http_error:200]]", KindHTTPError, "", true, 0, 200},
 		{"[[nope]]", "nope", "", true, 0, 0},
 		{"[[tool:x]]", KindTool, "", true, 0, 0},
+		{"[[cut:abort]]", KindCut, "", false, 0, 0},
+		{"[[cut:later]]", KindCut, "", true, 0, 0},
 	}
 	for _, c := range cases {
 		sc, rest := ParseScenario(c.in)

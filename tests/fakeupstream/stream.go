@@ -193,6 +193,13 @@ func (t *turn) serveStream(w http.ResponseWriter, ctx context.Context) {
 			return
 		}
 	}
+	if t.sc.Kind == KindCut && t.sc.Abort {
+		// Hijack flushes what was written, then closing the raw
+		// connection omits the terminating chunk.
+		if conn, _, err := rc.Hijack(); err == nil {
+			_ = conn.Close()
+		}
+	}
 }
 
 // serveJSON writes the stream:false answer.
