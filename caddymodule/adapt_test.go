@@ -1,0 +1,70 @@
+package caddymodule
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile" // registers the caddyfile adapter
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+)
+
+// adapt runs Caddy's Caddyfile adapter over src and returns the JSON.
+func adapt(t *testing.T, src string) map[string]any {
+	t.Helper()
+	adapter := caddyconfig.GetAdapter("caddyfile")
+	out, warnings, err := adapter.Adapt([]byte(src), map[string]any{"filename": "Caddyfile"})
+	if err != nil {
+		t.Fatalf("adapt: %v", err)
+	}
+	for _, w := range warnings {
+		t.Logf("warning: %s", w.String())
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(out, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestCaddyfileExampleAdapts keeps caddyfile.example valid: it adapts, the
+// relay handler and the reasoning_cache app come out with the documented
+// fields.
+func TestCaddyfileExampleAdapts(t *testing.T) {
+	src, err := os.ReadFile("../caddyfile.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := adapt(t, string(src))
+	raw, _ := json.Marshal(cfg)
+	s := string(raw)
+	for _, want := range []string{
+		`"handler":"reasoning_relay"`, `"api_key":"{env.OPENAI_API_KEY}"`, `"relay_tokens":["{env.RELAY_TOKEN}"]`,
+		`"gpt-5.2-high":{"effort":"high","model":"gpt-5.2","summary":"auto"}`, `"default_effort":"medium"`,
+		`"reasoning_cache":{`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("adapted config lacks %s:\n%s", want, s)
+		}
+	}
+}
+
+// TestDirectiveOrder: without an order line the relay runs before
+// reverse_proxy in the same site.
+func TestDirectiveOrder(t *testing.T) {
+	cfg := adapt(t, `:8080 {
+	reverse_proxy localhost:9999
+	reasoning_relay {
+		api_key k
+		relay_token t
+	}
+}`)
+	raw, _ := json.Marshal(cfg)
+	s := string(raw)
+	relay, proxy := strings.Index(s, `"handler":"reasoning_relay"`), strings.Index(s, `"handler":"reverse_proxy"`)
+	if relay < 0 || proxy < 0 || relay > proxy {
+		t.Fatalf("reasoning_relay (at %d) must come before reverse_proxy (at %d):\n%s", relay, proxy, s)
+	}
+}
