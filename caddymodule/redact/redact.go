@@ -1,0 +1,201 @@
+// Package redact is the relay's one redaction policy for headers, URLs,
+// bodies and error text. Body capture, logs, replay bundles and replay
+// comparisons all go through it, so what counts as a secret is decided in
+// exactly one place.
+//
+// A redacted value is replaced by Marker. Redaction is idempotent: applying
+// it to already redacted data changes nothing, and the Check functions
+// accept exactly what the redacting functions produce.
+package redact
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"sort"
+	"strings"
+)
+
+// Marker replaces every redacted value.
+const Marker = "[REDACTED]"
+
+// sensitiveHeaders are the canonical names of the headers whose values are
+// always redacted.
+var sensitiveHeaders = map[string]bool{
+	"Authorization":       true,
+	"Proxy-Authorization": true,
+	"Cookie":              true,
+	"Set-Cookie":          true,
+	"X-Api-Key":           true,
+	"Api-Key":             true,
+	"Openai-Organization": true,
+	"Openai-Project":      true,
+}
+
+// SensitiveHeader reports whether the values of the header name are
+// redacted.
+func SensitiveHeader(name string) bool {
+	return sensitiveHeaders[textproto.CanonicalMIMEHeaderKey(name)]
+}
+
+// sensitiveWords are the fragments that make a query parameter name look
+// like it carries a credential.
+var sensitiveWords = []string{"token", "secret", "key", "password", "passwd", "credential", "auth"}
+
+// SensitiveQueryName reports whether a query parameter name looks like it
+// carries a credential: it contains token, secret, key, password, passwd,
+// credential or auth (which covers authorization), in any case.
+func SensitiveQueryName(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range sensitiveWords {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// Headers returns a copy of h with every value of a sensitive header
+// replaced by Marker. Names are canonicalized; a nil h gives an empty map.
+func Headers(h http.Header) http.Header {
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		ck := textproto.CanonicalMIMEHeaderKey(k)
+		if sensitiveHeaders[ck] {
+			red := make([]string, len(vs))
+			for i := range red {
+				red[i] = Marker
+			}
+			out[ck] = append(out[ck], red...)
+			continue
+		}
+		out[ck] = append(out[ck], vs...)
+	}
+	return out
+}
+
+// CheckHeaders reports an error naming the first (in sorted order) header
+// that is sensitive but does not hold only Marker values.
+func CheckHeaders(h http.Header) error {
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if !SensitiveHeader(k) {
+			continue
+		}
+		for _, v := range h[k] {
+			if v != Marker {
+				return fmt.Errorf("header %s is not redacted", textproto.CanonicalMIMEHeaderKey(k))
+			}
+		}
+	}
+	return nil
+}
+
+// URL returns raw with its user information, fragment and the values of
+// sensitive query parameters replaced by Marker. A string that does not
+// parse as a URL is replaced by Marker entirely: it cannot be proven
+// harmless.
+func URL(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return Marker
+	}
+	if u.User != nil {
+		u.User = url.User(Marker)
+	}
+	if u.Fragment != "" || u.RawFragment != "" {
+		u.Fragment, u.RawFragment = Marker, ""
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = redactQuery(u.RawQuery)
+	}
+	return u.String()
+}
+
+// redactQuery rewrites a raw query keeping the order and spelling of every
+// parameter and replacing sensitive values.
+func redactQuery(raw string) string {
+	parts := strings.Split(raw, "&")
+	for i, p := range parts {
+		name, _, hasValue := strings.Cut(p, "=")
+		dn, err := url.QueryUnescape(name)
+		if err != nil {
+			// an undecodable name cannot be classified: hide its value
+			dn = "key"
+		}
+		if SensitiveQueryName(dn) && (hasValue || name != "") {
+			parts[i] = name + "=" + url.QueryEscape(Marker)
+		}
+	}
+	return strings.Join(parts, "&")
+}
+
+// CheckURL reports an error when raw is not in redacted form: it carries
+// user information, a fragment, or a sensitive query parameter whose value
+// is not Marker.
+func CheckURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return errors.New("URL does not parse")
+	}
+	if u.User != nil && u.User.String() != url.User(Marker).String() {
+		return errors.New("URL carries user information")
+	}
+	if u.Fragment != "" && u.Fragment != Marker {
+		return errors.New("URL carries a fragment")
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return errors.New("URL query does not parse")
+	}
+	names := make([]string, 0, len(q))
+	for k := range q {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if !SensitiveQueryName(k) {
+			continue
+		}
+		for _, v := range q[k] {
+			if v != Marker {
+				return fmt.Errorf("URL query parameter %q is not redacted", k)
+			}
+		}
+	}
+	return nil
+}
+
+// Error returns err's text with the URLs of any *url.Error in it redacted
+// and the given secrets replaced by Marker. Use it for every error that may
+// reach a log line, a file or a terminal.
+func Error(err error, secrets ...string) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.URL != "" {
+		msg = strings.ReplaceAll(msg, ue.URL, URL(ue.URL))
+	}
+	return Text(msg, secrets...)
+}
+
+// Text replaces every occurrence of the given secrets (empty ones are
+// ignored) and every credential-shaped token (see Body) in s by Marker.
+func Text(s string, secrets ...string) string {
+	b, _ := Body([]byte(s), secrets...)
+	return string(b)
+}
