@@ -1,0 +1,195 @@
+// Command loadharness measures the reasoning relay against plain Caddy
+// reverse_proxy in front of the same fake Responses upstream, and prints
+// throughput and latency as relay/baseline ratios. It is a program, not part
+// of `go test ./...`: run it by hand on a quiet machine.
+//
+//	go run ./tests/loadharness -duration 10s
+//	go run ./tests/loadharness -duration 30s -concurrency 1,8,32 -caddy ./caddy
+//
+// Flags:
+//
+//	-duration 10s       time per target and cell (split over the rounds)
+//	-requests 1000000   request cap per target and cell (split over the rounds)
+//	-concurrency 1,32   concurrency levels; each is one cell per workload
+//	-rounds 4           alternating relay/baseline phases per cell
+//	-warmup 1s          warm-up per target and workload, at the highest concurrency
+//	-warmup-requests 5000  request cap of each warm-up
+//	-caddy PATH         the Caddy binary to use (default: $RELAY_CADDY_BIN,
+//	                    else one built from ./caddymodule/cmd/caddy)
+//	-log-level INFO     Caddy's log level
+//
+// # What runs
+//
+// One fake Responses upstream (tests/fakeupstream, an httptest server on
+// 127.0.0.1 inside this process) and one Caddy process with two sites on
+// two loopback ports: the relay (reasoning_relay pointed at the fake) and
+// the baseline (reverse_proxy to the fake, flush_interval -1 so server-sent
+// events stream through, header_up swapping the client's token for the
+// upstream key as the relay does). Both sites share one Caddy runtime.
+//
+// For each workload (json: stream false; sse: stream true) the relay gets
+// a Chat Completions request, a small Cursor-like conversation with a
+// system prompt, an earlier exchange, a follow-up and two tools, on
+// /v1/chat/completions. Before measuring, the harness sends it once and
+// records the Responses request the relay sent upstream; that exact body
+// is what the baseline gets on /v1/responses, so both targets ask the
+// upstream for the same work and get the same answer (a text answer with
+// a reasoning summary and encrypted reasoning). Every answer is read to its
+// end: JSON must be complete, a relay stream must end in "data: [DONE]" and
+// a baseline stream must contain "event: response.completed". Anything
+// else, a non-200 status or a transport error is counted as an error.
+//
+// Each workload x concurrency cell runs in rounds that alternate which
+// target goes first (relay, baseline, baseline, relay, ...), so that other
+// work on the shared machine hits both alike. Each phase is bounded both by
+// time and by a request count; all traffic goes to 127.0.0.1 and the
+// program stops by itself (or on Ctrl-C, stopping Caddy).
+//
+// # Reading the table
+//
+// Per cell the table shows, for the relay and the baseline, successful
+// requests per second of wall time, the 50th and 99th percentile latency
+// (request sent until the last byte of the answer was read) and the error
+// count, then the ratios relay/baseline:
+//
+//   - ratio req/s below 1: the relay serves fewer requests per second than
+//     plain reverse_proxy; 0.80 means 20% less throughput.
+//   - ratio p50 and ratio p99 above 1: the relay's answers take longer;
+//     1.25 means 25% more time per request at that percentile.
+//
+// The relay parses every request, translates it, and converts every
+// upstream event back, where reverse_proxy only copies bytes, so ratios
+// somewhat worse than 1 are expected; they are the relay's cost on top of a
+// proxy. Absolute figures are not comparable across machines: the client,
+// the fake upstream and Caddy share the same CPUs, which the header line
+// reports along with the load average at the start and the end. Runs on a
+// busy machine (a load average near or above the CPU count) are noisy;
+// compare ratios of runs made under similar load, and prefer longer
+// durations and more rounds when they disagree.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/tests/relaytest"
+)
+
+func main() {
+	os.Exit(mainCode())
+}
+
+// mainCode runs the harness and returns the exit status: 0 when every cell
+// was measured without errors, 1 on failures or errors, 2 on bad flags.
+func mainCode() int {
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if err == flag.ErrHelp {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if cfg.Caddy == "" && os.Getenv("RELAY_CADDY_BIN") == "" {
+		bin, err := buildCaddy(os.Stderr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(filepath.Dir(bin))
+		cfg.Caddy = bin
+	}
+	cells, err := run(ctx, cfg, os.Stdout, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for _, c := range cells {
+		if c.Relay.Errors+c.Baseline.Errors > 0 {
+			return 1
+		}
+	}
+	return 0
+}
+
+// buildCaddy has relaytest build the Caddy binary with the relay into a
+// new temporary directory, which the caller removes when done.
+func buildCaddy(logw io.Writer) (string, error) {
+	tb := &programTB{log: logw}
+	defer tb.close()
+	var bin string
+	if err := tb.do(func() { bin = relaytest.Binary(tb) }); err != nil {
+		return "", fmt.Errorf("loadharness: build caddy: %w", err)
+	}
+	return bin, nil
+}
+
+// parseFlags reads the command line into a config. Usage and errors go to
+// errw.
+func parseFlags(args []string, errw io.Writer) (config, error) {
+	fs := flag.NewFlagSet("loadharness", flag.ContinueOnError)
+	fs.SetOutput(errw)
+	cfg := config{}
+	conc := fs.String("concurrency", "1,32", "comma-separated concurrency levels")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "time per target and cell, split over the rounds")
+	fs.IntVar(&cfg.Requests, "requests", 1_000_000, "request cap per target and cell, split over the rounds")
+	fs.IntVar(&cfg.Rounds, "rounds", 4, "alternating relay/baseline phases per cell")
+	fs.DurationVar(&cfg.Warmup, "warmup", time.Second, "warm-up per target and workload")
+	fs.IntVar(&cfg.WarmupRequests, "warmup-requests", 5000, "request cap of each warm-up")
+	fs.StringVar(&cfg.Caddy, "caddy", "", "Caddy binary (default $RELAY_CADDY_BIN, else built from ./caddymodule/cmd/caddy)")
+	fs.StringVar(&cfg.LogLevel, "log-level", "INFO", "Caddy's log level")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		err := fmt.Errorf("loadharness: unexpected arguments %q", fs.Args())
+		fmt.Fprintln(errw, err)
+		return cfg, err
+	}
+	levels, err := parseLevels(*conc)
+	if err != nil {
+		fmt.Fprintln(errw, err)
+		return cfg, err
+	}
+	cfg.Concurrency = levels
+	if err := cfg.validate(); err != nil {
+		fmt.Fprintln(errw, err)
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// parseLevels parses "1,32" into distinct concurrency levels in the given
+// order.
+func parseLevels(s string) ([]int, error) {
+	var out []int
+	seen := map[int]bool{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("loadharness: -concurrency: %q is not a number", f)
+		}
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("loadharness: -concurrency needs at least one level")
+	}
+	return out, nil
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// workload is one kind of traffic: a non-streaming (JSON) or a streaming
+// (SSE) turn of the same conversation.
+type workload struct {
+	name   string // "json" or "sse"
+	stream bool
+}
+
+// workloads are the two kinds of traffic the harness measures, in the order
+// they are reported.
+var workloads = []workload{{name: "json"}, {name: "sse", stream: true}}
+
+// Wire markers the client looks for to decide that an answer is complete.
+var (
+	sseDone          = []byte("data: [DONE]")
+	sseCompleted     = []byte("event: response.completed")
+	jsonChatObject   = []byte(`"object":"chat.completion"`)
+	jsonFinishStop   = []byte(`"finish_reason":"stop"`)
+	jsonResponseDone = []byte(`"status":"completed"`)
+	jsonResponseObj  = []byte(`"object":"response"`)
+)
+
+// chatBody is the Chat Completions request the relay is sent: a small
+// conversation of the kind Cursor sends (system prompt, one earlier
+// exchange, a follow-up question, two function tools).
+func chatBody(stream bool) ([]byte, error) {
+	tool := func(name, desc, param string) map[string]any {
+		return map[string]any{"type": "function", "function": map[string]any{
+			"name": name, "description": desc,
+			"parameters": map[string]any{
+				"type":       "object",
+				"properties": map[string]any{param: map[string]any{"type": "string"}},
+				"required":   []string{param},
+			},
+		}}
+	}
+	req := map[string]any{
+		"model":  relayModel,
+		"stream": stream,
+		"messages": []map[string]any{
+			{"role": "system", "content": "You are a careful coding assistant working inside the user's editor. " +
+				"Answer concisely, cite file paths, and prefer small, reviewable changes. " +
+				"Use the tools to read files before proposing edits."},
+			{"role": "user", "content": "What does the function parseConfig in internal/config/load.go do when the file is missing?"},
+			{"role": "assistant", "content": "It returns the zero Config together with an error that wraps fs.ErrNotExist, " +
+				"so callers can use errors.Is to fall back to the defaults."},
+			{"role": "user", "content": "Good. Suggest a test that covers that fallback without touching the real file system."},
+		},
+		"tools": []any{
+			tool("read_file", "Read a file of the workspace", "path"),
+			tool("grep", "Search the workspace with a regular expression", "pattern"),
+		},
+	}
+	if stream {
+		req["stream_options"] = map[string]any{"include_usage": true}
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("loadharness: encode chat request: %w", err)
+	}
+	return b, nil
+}
+
+// checker reads a response body to its end and reports whether the answer
+// was complete. It may keep buffers between calls; each worker has its own.
+type checker interface {
+	check(body io.Reader) error
+}
+
+// errNoTerminal is returned when a body ended without its terminal marker.
+var errNoTerminal = errors.New("body ended without its terminal event")
+
+// jsonChecker accepts a complete JSON document that contains every marker.
+type jsonChecker struct {
+	markers [][]byte
+	buf     bytes.Buffer
+}
+
+func (c *jsonChecker) check(body io.Reader) error {
+	c.buf.Reset()
+	if _, err := c.buf.ReadFrom(body); err != nil {
+		return fmt.Errorf("read body: %w", err)
+	}
+	b := c.buf.Bytes()
+	if !json.Valid(b) {
+		return fmt.Errorf("%w: invalid JSON (%d bytes)", errNoTerminal, len(b))
+	}
+	for _, m := range c.markers {
+		if !bytes.Contains(b, m) {
+			return fmt.Errorf("%w: no %s", errNoTerminal, m)
+		}
+	}
+	return nil
+}
+
+// sseChecker reads an event stream line by line to EOF and accepts it when
+// some line starts with the terminal marker.
+type sseChecker struct {
+	terminal []byte
+	r        *bufio.Reader
+}
+
+func (c *sseChecker) check(body io.Reader) error {
+	if c.r == nil {
+		c.r = bufio.NewReaderSize(body, 32<<10)
+	} else {
+		c.r.Reset(body)
+	}
+	seen, lineStart := false, true
+	for {
+		line, err := c.r.ReadSlice('\n')
+		if lineStart && bytes.HasPrefix(line, c.terminal) {
+			seen = true
+		}
+		// a line longer than the buffer arrives in pieces: only the first
+		// piece starts a line
+		lineStart = err != bufio.ErrBufferFull
+		switch {
+		case err == nil, err == bufio.ErrBufferFull:
+		case err == io.EOF:
+			if !seen {
+				return errNoTerminal
+			}
+			return nil
+		default:
+			return fmt.Errorf("read stream: %w", err)
+		}
+	}
+}
+
+// newChecker returns a checker for a target's answers.
+func newChecker(relay, stream bool) checker {
+	switch {
+	case stream && relay:
+		return &sseChecker{terminal: sseDone}
+	case stream:
+		return &sseChecker{terminal: sseCompleted}
+	case relay:
+		return &jsonChecker{markers: [][]byte{jsonChatObject, jsonFinishStop}}
+	default:
+		return &jsonChecker{markers: [][]byte{jsonResponseObj, jsonResponseDone}}
+	}
+}
+
+// target is one endpoint under load: the relay or the baseline proxy, with
+// the request body it is sent.
+type target struct {
+	name   string // "relay" or "baseline"
+	relay  bool
+	stream bool
+	url    string
+	body   []byte
+	header http.Header
+}
