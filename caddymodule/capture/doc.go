@@ -1,0 +1,41 @@
+// Package capture records the bodies of relayed requests for later replay:
+// a bounded, best-effort writer that never slows down or fails the request
+// it records.
+//
+// # Layout
+//
+// Under the capture directory (created 0700):
+//
+//	relay-capture-YYYY-MM-DD.jsonl                   index, one JSON line per phase (UTC day)
+//	bodies/YYYY-MM-DD/<request>-<attempt>-<phase>.gz body artifacts, gzip (0600)
+//
+// Every request records up to four phases per attempt: client_request,
+// upstream_request, upstream_response and client_response. Each index line
+// (IndexLine) carries the request ID, attempt, phase, timestamp, model,
+// stream flag, status, duration, content type, redacted headers, method and
+// URL, and a reference to the body artifact with its SHA-256.
+//
+// An artifact decompresses to JSON lines (Record): a header record that
+// repeats the identity and metadata of its index line, the body as chunk
+// records (raw bodies) or frame records with their arrival time relative to
+// the start of the phase (event streams), an optional truncation record
+// and an end record with the size and SHA-256 of the stored body. The
+// stored body is the concatenation of the data of the chunk or frame
+// records, after redaction.
+//
+// # Bounds
+//
+// Bodies are redacted with package redact (the relay's credentials and
+// credential-shaped tokens become [REDACTED], and the number of
+// replacements is recorded), stored up to MaxArtifactBytes each and then
+// cut with a truncation record. All file writes go through one worker per
+// directory with at most MaxOutstanding writes queued or running; a write
+// that finds the queue full is dropped (the phase is then recorded as
+// incomplete), never queued without bound and never retried. A write that
+// fails, or that takes longer than WriteTimeout, disables the writer with
+// one sanitized warning; requests go on uncaptured.
+//
+// Folders are created 0700 and files 0600 whatever the umask; files are
+// opened with O_NOFOLLOW and artifacts with O_EXCL, and a symbolic link
+// anywhere in the layout is refused.
+package capture

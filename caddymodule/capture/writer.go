@@ -1,0 +1,264 @@
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/redact"
+)
+
+// Options configure a Writer.
+type Options struct {
+	// Dir is the capture directory. It is created 0700 if missing; it must
+	// not be a symbolic link.
+	Dir string
+	// Logger receives the one warning a failing writer emits. Default: a
+	// no-op logger.
+	Logger *zap.Logger
+	// MaxArtifactBytes caps each stored body. Default: 8 MiB.
+	MaxArtifactBytes int64
+	// WriteTimeout is the longest one file write may take. Default: 2s.
+	WriteTimeout time.Duration
+	// MaxOutstanding bounds the file writes queued or running. Default: 4.
+	MaxOutstanding int
+}
+
+// Stats are a Writer's counters.
+type Stats struct {
+	// Written counts file writes that completed.
+	Written int64
+	// Dropped counts writes refused because the queue was full or the
+	// writer was disabled or closed.
+	Dropped int64
+	// Disabled reports whether the writer disabled itself.
+	Disabled bool
+}
+
+// job is one file write: data appended to the file at rel (relative,
+// slash-separated), which must not exist yet when create is set.
+type job struct {
+	rel    string
+	create bool
+	data   []byte
+}
+
+// Writer writes captures under one directory through one worker goroutine.
+// It is safe for concurrent use and meant to be shared by every handler
+// that captures to the same directory.
+type Writer struct {
+	dir         string
+	logger      *zap.Logger
+	maxArtifact int64
+	timeout     time.Duration
+	max         int64
+
+	jobs        chan job
+	outstanding atomic.Int64
+	busySince   atomic.Int64 // unix nanoseconds when the running write began; 0 when idle
+	disabled    atomic.Bool
+	warned      sync.Once
+	written     atomic.Int64
+	dropped     atomic.Int64
+
+	mu     sync.RWMutex // guards closed against sends on jobs
+	closed bool
+	done   chan struct{}
+
+	// beforeWrite, when set (tests), runs in the worker before each write.
+	beforeWrite func(rel string) error
+	// dirsMade remembers the day folders already checked (worker only).
+	dirsMade map[string]bool
+}
+
+// Open prepares dir (0700, no symbolic link) and its bodies folder and
+// starts the writer's worker.
+func Open(opts Options) (*Writer, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("capture: no directory")
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("capture: %s: %w", opts.Dir, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return nil, fmt.Errorf("capture: create %s: %w", filepath.Dir(dir), err)
+	}
+	if err := ensureDir(dir); err != nil {
+		return nil, fmt.Errorf("capture: directory %s: %w", dir, err)
+	}
+	if err := ensureDir(filepath.Join(dir, BodiesDir)); err != nil {
+		return nil, fmt.Errorf("capture: directory %s: %w", filepath.Join(dir, BodiesDir), err)
+	}
+	w := &Writer{
+		dir:         dir,
+		logger:      opts.Logger,
+		maxArtifact: opts.MaxArtifactBytes,
+		timeout:     opts.WriteTimeout,
+		max:         int64(opts.MaxOutstanding),
+		done:        make(chan struct{}),
+		dirsMade:    map[string]bool{},
+	}
+	if w.logger == nil {
+		w.logger = zap.NewNop()
+	}
+	if w.maxArtifact <= 0 {
+		w.maxArtifact = DefaultMaxArtifactBytes
+	}
+	if w.timeout <= 0 {
+		w.timeout = DefaultWriteTimeout
+	}
+	if w.max <= 0 {
+		w.max = DefaultMaxOutstanding
+	}
+	w.jobs = make(chan job, w.max)
+	go w.work()
+	return w, nil
+}
+
+// Dir returns the absolute capture directory.
+func (w *Writer) Dir() string { return w.dir }
+
+// Stats returns the writer's counters.
+func (w *Writer) Stats() Stats {
+	return Stats{Written: w.written.Load(), Dropped: w.dropped.Load(), Disabled: w.disabled.Load()}
+}
+
+// Disabled reports whether the writer stopped capturing after a failure.
+func (w *Writer) Disabled() bool { return w.disabled.Load() }
+
+// submit hands a write to the worker without ever waiting. It reports
+// false (and counts a drop) when the writer is disabled or closed, when
+// MaxOutstanding writes are already queued or running, or when the
+// running write has taken longer than WriteTimeout (which disables the
+// writer).
+func (w *Writer) submit(j job) bool {
+	if w.disabled.Load() {
+		w.dropped.Add(1)
+		return false
+	}
+	if since := w.busySince.Load(); since != 0 && time.Since(time.Unix(0, since)) > w.timeout {
+		w.disable(fmt.Errorf("a write has been blocked for more than %s", w.timeout))
+		w.dropped.Add(1)
+		return false
+	}
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		w.dropped.Add(1)
+		return false
+	}
+	if w.outstanding.Add(1) > w.max {
+		w.outstanding.Add(-1)
+		w.dropped.Add(1)
+		return false
+	}
+	select {
+	case w.jobs <- j:
+		return true
+	default: // cannot happen: the channel holds max jobs
+		w.outstanding.Add(-1)
+		w.dropped.Add(1)
+		return false
+	}
+}
+
+// work runs the writes one after the other, so the writes of one file
+// stay in order.
+func (w *Writer) work() {
+	defer close(w.done)
+	for j := range w.jobs {
+		if !w.disabled.Load() {
+			start := time.Now()
+			w.busySince.Store(start.UnixNano())
+			err := w.write(j)
+			w.busySince.Store(0)
+			switch {
+			case err != nil:
+				w.disable(err)
+			case time.Since(start) > w.timeout:
+				w.disable(fmt.Errorf("a write took %s, more than %s", time.Since(start).Round(time.Millisecond), w.timeout))
+			default:
+				w.written.Add(1)
+			}
+		} else {
+			w.dropped.Add(1)
+		}
+		w.outstanding.Add(-1)
+	}
+}
+
+// write performs one job.
+func (w *Writer) write(j job) error {
+	if w.beforeWrite != nil {
+		if err := w.beforeWrite(j.rel); err != nil {
+			return err
+		}
+	}
+	if d := path.Dir(j.rel); d != "." && !w.dirsMade[d] {
+		if err := ensureDir(filepath.Join(w.dir, filepath.FromSlash(d))); err != nil {
+			return fmt.Errorf("folder %s: %w", d, err)
+		}
+		w.dirsMade[d] = true
+	}
+	f, err := openFile(filepath.Join(w.dir, filepath.FromSlash(j.rel)), j.create)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(j.data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", j.rel, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", j.rel, err)
+	}
+	return nil
+}
+
+// disable stops all capturing and logs one sanitized warning.
+func (w *Writer) disable(err error) {
+	w.disabled.Store(true)
+	w.warned.Do(func() {
+		w.logger.Warn("body capture disabled after a failure; requests continue uncaptured",
+			zap.String("capture_dir", sanitize(w.dir)),
+			zap.String("error", sanitize(redact.Error(err))))
+	})
+}
+
+// sanitize keeps a message printable and short.
+func sanitize(s string) string {
+	if len(s) > 300 {
+		s = s[:300]
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+// Close stops accepting writes and waits up to timeout for the queued
+// ones to finish. It is safe to call more than once.
+func (w *Writer) Close(timeout time.Duration) error {
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		close(w.jobs)
+	}
+	w.mu.Unlock()
+	select {
+	case <-w.done:
+		return nil
+	case <-time.After(timeout):
+		return fmt.Errorf("capture: %s: writes still pending after %s", w.dir, timeout)
+	}
+}
