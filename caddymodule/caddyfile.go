@@ -52,6 +52,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    delivery_timeout    <duration>   # default 30s: finishing delivery after completion
 //	    write_timeout       <duration>   # default 60s: one blocked write to the client
 //	    sse_keepalive       <duration>   # default 15s; 0 disables
+//
+//	    # diagnostics
+//	    log_bodies          <dir>        # capture redacted bodies for replay; default off
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume directive name
@@ -122,6 +125,10 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			h.SSEKeepalive = &v
+		case "log_bodies":
+			if err := oneArg(d, &h.LogBodies); err != nil {
+				return err
+			}
 		default:
 			return d.Errf("unrecognized reasoning_relay subdirective '%s'", d.Val())
 		}

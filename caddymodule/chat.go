@@ -19,11 +19,16 @@ import (
 // shape) to a Responses request, forward it and convert the answer back.
 func (rq *request) serveChat() {
 	h := rq.h
+	if h.capture != nil {
+		rq.beginCapture()
+		defer rq.cap.Finish()
+	}
 	body, ok := rq.readBody()
 	if !ok {
 		return
 	}
 	treq, aerr := translate.Translate(body, &h.translator)
+	rq.captureChatRequest(body, treq)
 	if aerr != nil {
 		rq.fail(aerr, "invalid_request")
 		return
@@ -40,12 +45,16 @@ func (rq *request) serveChat() {
 	idle := transport.NewWatchdog(time.Duration(h.IdleTimeout), func() { cancel(errUpstreamIdle) })
 	defer idle.Stop()
 
-	resp, err := h.upstream.Post(ctx, "responses", upBody, treq.Stream, rq.upstreamHeaders())
+	upHdr := rq.upstreamHeaders()
+	rq.captureUpstreamRequest(upBody, treq.Stream, upHdr)
+	resp, err := h.upstream.Post(ctx, "responses", upBody, treq.Stream, upHdr)
 	if err != nil {
+		rq.captureUpstreamFailure()
 		rq.upstreamFailure(ctx, err)
 		return
 	}
 	defer resp.Body.Close()
+	rq.capUp = rq.captureUpstreamResponse(resp)
 	idle.Kick()
 	if !rq.upstreamOK(ctx, resp, idle) {
 		return
@@ -100,6 +109,7 @@ func (rq *request) readUpstreamBody(ctx context.Context, resp *http.Response, id
 	raw, err := transport.ReadAll(transport.ProgressReader{R: resp.Body, WD: idle}, rq.h.MaxResponseBytes, resp.ContentLength)
 	switch {
 	case err == nil:
+		rq.capUp.Write(raw)
 		return raw, true
 	case err == transport.ErrTooLarge:
 		rq.fail(apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_response_too_large",

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/translate"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
 )
@@ -115,12 +116,27 @@ type Handler struct {
 	// them. Default: 15s.
 	SSEKeepalive *caddy.Duration `json:"sse_keepalive,omitempty"`
 
+	// LogBodies turns on body capture into this directory: for every
+	// relayed request, the client request, the upstream request, the
+	// upstream response and the client response, with redacted headers,
+	// as a JSONL index (relay-capture-YYYY-MM-DD.jsonl) and gzip body
+	// artifacts (bodies/), for `caddy reasoning-relay replay export`.
+	// The directory is created 0700 and its files 0600; credentials are
+	// redacted. Capture is best-effort and bounded: it never slows down or
+	// fails a request, and disables itself with one warning if the disk
+	// fails. Placeholders are resolved at provisioning. Default: off.
+	LogBodies string `json:"log_bodies,omitempty"`
+
 	upstream   *transport.Upstream
 	apiKey     string
 	tokens     [][sha256.Size]byte
 	translator translate.Config
 	models     []string
 	logger     *zap.Logger
+
+	capture        *capture.Writer // nil when log_bodies is off
+	captureKey     string          // this handler's reference in captureWriters
+	captureSecrets []string        // values scrubbed from captured bodies
 }
 
 // ModelAlias is the target of a model alias.
@@ -232,7 +248,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		add(m)
 	}
 	h.models = models
-	return nil
+	return h.provisionCapture(ctx)
 }
 
 // Validate checks the configuration after provisioning.
@@ -281,6 +297,7 @@ func (h *Handler) Cleanup() error {
 	if h.upstream != nil {
 		h.upstream.CloseIdle()
 	}
+	h.cleanupCapture()
 	return nil
 }
 

@@ -15,14 +15,21 @@ import (
 // swapped.
 func (rq *request) serveResponses() {
 	h := rq.h
+	if h.capture != nil {
+		rq.beginCapture()
+		defer rq.cap.Finish()
+	}
 	body, ok := rq.readBody()
 	if !ok {
 		return
 	}
 	var probe struct {
-		Stream bool `json:"stream"`
+		Model  string `json:"model"`
+		Stream bool   `json:"stream"`
 	}
-	if err := json.Unmarshal(body, &probe); err != nil {
+	err := json.Unmarshal(body, &probe)
+	rq.captureClientRequest(body, probe.Model, probe.Stream)
+	if err != nil {
 		rq.fail(apierr.InvalidRequest("", "invalid_json",
 			"We could not parse the JSON body of your request. The body must be a JSON object."), "invalid_request")
 		return
@@ -33,12 +40,16 @@ func (rq *request) serveResponses() {
 	idle := transport.NewWatchdog(time.Duration(h.IdleTimeout), func() { cancel(errUpstreamIdle) })
 	defer idle.Stop()
 
-	resp, err := h.upstream.Post(ctx, "responses", body, probe.Stream, rq.upstreamHeaders())
+	upHdr := rq.upstreamHeaders()
+	rq.captureUpstreamRequest(body, probe.Stream, upHdr)
+	resp, err := h.upstream.Post(ctx, "responses", body, probe.Stream, upHdr)
 	if err != nil {
+		rq.captureUpstreamFailure()
 		rq.upstreamFailure(ctx, err)
 		return
 	}
 	defer resp.Body.Close()
+	rq.capUp = rq.captureUpstreamResponse(resp)
 	idle.Kick()
 	if !rq.upstreamOK(ctx, resp, idle) {
 		return

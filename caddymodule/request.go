@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
 )
 
@@ -29,6 +30,8 @@ type request struct {
 	w     http.ResponseWriter
 	r     *http.Request
 	start time.Time
+	cap   *capture.Request // nil unless log_bodies is on
+	capUp *capture.Body    // the upstream_response capture, when recording
 }
 
 // fail writes e as the response (nothing may have been written yet) and
@@ -43,6 +46,7 @@ func (rq *request) fail(e *apierr.Error, reason string) {
 // operator's attention (upstream failures, timeouts) are warnings; the
 // rest is debug output.
 func (rq *request) log(reason string, status int, fields ...zap.Field) {
+	rq.cap.SetOutcome(reason)
 	level := zapcore.DebugLevel
 	if isWarning(reason) {
 		level = zapcore.WarnLevel

@@ -128,6 +128,9 @@ func (rq *request) relayStream(ctx context.Context, cancel context.CancelCauseFu
 				rq.streamEnded(ctx, p.err, abort)
 				return
 			}
+			if rq.capUp != nil {
+				rq.captureFrame(p.name, p.data)
+			}
 			var terminal bool
 			var err error
 			buf, terminal, err = conv.Event(buf[:0], p.name, p.data)
