@@ -68,14 +68,18 @@ func TestHarness(t *testing.T) {
 	}
 
 	text := out.String()
-	for _, want := range []string{"GOMAXPROCS=", "load average at start: ", "load average at end: ", "ratio req/s", "ratio p99"} {
+	for _, want := range []string{"GOMAXPROCS=", "load average at start: ", "load average at end: ", "client connections opened: ", "ratio req/s", "ratio p99"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	// one row per cell: workload, concurrency, then 11 figures, the four
-	// error counts zero
-	row := regexp.MustCompile(`(?m)^\s*(json|sse)\s+(1|2)\s+[0-9.]+\s+[0-9.]+ms\s+[0-9.]+ms\s+0\s+[0-9.]+\s+[0-9.]+ms\s+[0-9.]+ms\s+0\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s*$`)
+	sizes := regexp.MustCompile(`(?m)^(json|sse): relay request [1-9][0-9]* B, answer [1-9][0-9]* B; baseline request [1-9][0-9]* B, answer [1-9][0-9]* B$`)
+	if n := len(sizes.FindAllString(text, -1)); n != 2 {
+		t.Errorf("report has %d size lines, want 2", n)
+	}
+	// one row per cell: workload, concurrency, then for each target the
+	// count (20), req/s, p50, p99 and errors (0), then the three ratios
+	row := regexp.MustCompile(`(?m)^\s*(json|sse)\s+(1|2)\s+20\s+[0-9.]+\s+[0-9.]+ms\s+[0-9.]+ms\s+0\s+20\s+[0-9.]+\s+[0-9.]+ms\s+[0-9.]+ms\s+0\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s*$`)
 	if n := len(row.FindAllString(text, -1)); n != 4 {
 		t.Errorf("report has %d error-free table rows, want 4:\n%s", n, text)
 	}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,13 +67,40 @@ func phase(ctx context.Context, client *http.Client, t *target, conc, max int, d
 	}
 }
 
+// dialCounter counts the client's TCP connections per address, to show
+// that the load generator reuses its connections (and to expose a target
+// that closes them).
+type dialCounter struct {
+	dialer net.Dialer
+	mu     sync.Mutex
+	n      map[string]int
+}
+
+func (d *dialCounter) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	d.mu.Lock()
+	if d.n == nil {
+		d.n = make(map[string]int)
+	}
+	d.n[addr]++
+	d.mu.Unlock()
+	return d.dialer.DialContext(ctx, network, addr)
+}
+
+// count returns how many connections were dialed to the host of baseURL.
+func (d *dialCounter) count(baseURL string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.n[strings.TrimPrefix(baseURL, "http://")]
+}
+
 // newClient returns the load generator's HTTP client: plain HTTP/1.1 over
-// loopback with enough idle connections per host that no worker ever
-// dials after the warm-up, and no transparent decompression.
-func newClient(maxConc int) *http.Client {
+// loopback with enough idle connections per host that no worker needs to
+// dial again after the warm-up, and no transparent decompression.
+func newClient(maxConc int, dials *dialCounter) *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
 			Proxy:               nil,
+			DialContext:         dials.dial,
 			MaxIdleConns:        2*maxConc + 8,
 			MaxIdleConnsPerHost: maxConc + 4,
 			IdleConnTimeout:     5 * time.Minute,

@@ -45,12 +45,20 @@
 // time and by a request count; all traffic goes to 127.0.0.1 and the
 // program stops by itself (or on Ctrl-C, stopping Caddy).
 //
-// # Reading the table
+// # Reading the report
 //
-// Per cell the table shows, for the relay and the baseline, successful
-// requests per second of wall time, the 50th and 99th percentile latency
-// (request sent until the last byte of the answer was read) and the error
-// count, then the ratios relay/baseline:
+// The header names the Go version, GOMAXPROCS and CPU count, the Caddy
+// binary, the bounds, and the load average at the start; then one line per
+// workload gives the sizes of both targets' request and answer bodies (the
+// baseline's client receives the Responses wire format, encrypted reasoning
+// included, where the relay's receives the smaller Chat format).
+//
+// Per cell the table shows, for the relay and the baseline, the number n
+// of successful requests, successful requests per second of phase wall
+// time, the 50th and 99th percentile latency (request sent until the last
+// byte of the answer was read; nearest rank, so a p99 of fewer than a few
+// hundred requests is little more than the maximum) and the error count,
+// then the ratios relay/baseline:
 //
 //   - ratio req/s below 1: the relay serves fewer requests per second than
 //     plain reverse_proxy; 0.80 means 20% less throughput.
@@ -59,13 +67,17 @@
 //
 // The relay parses every request, translates it, and converts every
 // upstream event back, where reverse_proxy only copies bytes, so ratios
-// somewhat worse than 1 are expected; they are the relay's cost on top of a
-// proxy. Absolute figures are not comparable across machines: the client,
+// worse than 1 are the relay's cost on top of a proxy. Ratios at or better
+// than 1 are possible too: the relay's client reads a much smaller answer
+// (see the size lines) than the baseline's. Absolute figures are not comparable across machines: the client,
 // the fake upstream and Caddy share the same CPUs, which the header line
 // reports along with the load average at the start and the end. Runs on a
 // busy machine (a load average near or above the CPU count) are noisy;
 // compare ratios of runs made under similar load, and prefer longer
-// durations and more rounds when they disagree.
+// durations and more rounds when they disagree. After the table come the
+// number of connections the client opened to each site (about the highest
+// concurrency when connections are reused; far more means a target closes
+// them) and the load average at the end.
 package main
 
 import (

@@ -77,6 +77,9 @@ func TestSSEChecker(t *testing.T) {
 			if (err == nil) != tc.ok {
 				t.Errorf("%s: err = %v, want ok=%v", tc.name, err, tc.ok)
 			}
+			if c.size() != len(tc.body) {
+				t.Errorf("%s: size %d, want %d", tc.name, c.size(), len(tc.body))
+			}
 		}
 	}
 	c := &sseChecker{terminal: sseDone}
@@ -110,6 +113,9 @@ func TestJSONChecker(t *testing.T) {
 	} {
 		if err := tc.c.check(strings.NewReader(tc.body)); (err == nil) != tc.ok {
 			t.Errorf("%s: err = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+		if tc.c.size() != len(tc.body) {
+			t.Errorf("%s: size %d, want %d", tc.name, tc.c.size(), len(tc.body))
 		}
 	}
 }

@@ -77,6 +77,7 @@ type header struct {
 	Requests   int
 	Rounds     int
 	Warmup     time.Duration
+	WarmupReqs int
 }
 
 // printHeader writes the description of the run.
@@ -85,9 +86,10 @@ func printHeader(w io.Writer, h header) {
 	fmt.Fprintf(w, "harness: %s %s, GOMAXPROCS=%d, NumCPU=%d (client, fake upstream and Caddy share these)\n",
 		h.GoVersion, h.OSArch, h.GOMAXPROCS, h.NumCPU)
 	fmt.Fprintf(w, "caddy: %s\n", h.Caddy)
-	fmt.Fprintf(w, "per target and cell: at most %s and %d requests, in %d alternating rounds; warm-up %s per target and workload\n",
-		h.Duration, h.Requests, h.Rounds, h.Warmup)
-	fmt.Fprintf(w, "load average at start: %s\n\n", h.LoadStart)
+	fmt.Fprintf(w, "per target and cell: at most %s and %d requests, in %d alternating rounds\n",
+		h.Duration, h.Requests, h.Rounds)
+	fmt.Fprintf(w, "warm-up per target and workload: at most %s and %d requests\n", h.Warmup, h.WarmupReqs)
+	fmt.Fprintf(w, "load average at start: %s\n", h.LoadStart)
 }
 
 // printTable writes one row per cell with both targets' figures and the
@@ -95,15 +97,15 @@ func printHeader(w io.Writer, h header) {
 func printTable(w io.Writer, cells []cellResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workload\tconc\t"+
-		"relay req/s\tp50\tp99\terr\t"+
-		"baseline req/s\tp50\tp99\terr\t"+
+		"relay n\treq/s\tp50\tp99\terr\t"+
+		"baseline n\treq/s\tp50\tp99\terr\t"+
 		"ratio req/s\tratio p50\tratio p99\t")
 	for _, c := range cells {
 		rps, p50, p99 := c.ratios()
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\t%d\t%.1f\t%s\t%s\t%d\t%.3f\t%.3f\t%.3f\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%s\t%s\t%d\t%d\t%.1f\t%s\t%s\t%d\t%.3f\t%.3f\t%.3f\t\n",
 			c.Workload, c.Concurrency,
-			c.Relay.ReqPerS, ms(c.Relay.P50), ms(c.Relay.P99), c.Relay.Errors,
-			c.Baseline.ReqPerS, ms(c.Baseline.P50), ms(c.Baseline.P99), c.Baseline.Errors,
+			c.Relay.Requests, c.Relay.ReqPerS, ms(c.Relay.P50), ms(c.Relay.P99), c.Relay.Errors,
+			c.Baseline.Requests, c.Baseline.ReqPerS, ms(c.Baseline.P50), ms(c.Baseline.P99), c.Baseline.Errors,
 			rps, p50, p99)
 	}
 	if err := tw.Flush(); err != nil {

@@ -72,14 +72,15 @@ func run(ctx context.Context, cfg config, out, logw io.Writer) ([]cellResult, er
 		return nil, err
 	}
 	maxConc := slices.Max(cfg.Concurrency)
-	client := newClient(maxConc)
+	dials := &dialCounter{}
+	client := newClient(maxConc, dials)
 	defer client.CloseIdleConnections()
 
 	printHeader(out, header{
 		GoVersion: runtime.Version(), OSArch: runtime.GOOS + "/" + runtime.GOARCH,
 		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(), Caddy: bin,
 		LoadStart: loadStart, Duration: cfg.Duration, Requests: cfg.Requests,
-		Rounds: cfg.Rounds, Warmup: cfg.Warmup,
+		Rounds: cfg.Rounds, Warmup: cfg.Warmup, WarmupReqs: cfg.WarmupRequests,
 	})
 
 	type pair struct{ relay, base *target }
@@ -90,7 +91,10 @@ func run(ctx context.Context, cfg config, out, logw io.Writer) ([]cellResult, er
 			return nil, err
 		}
 		pairs[i] = pair{r, b}
+		fmt.Fprintf(out, "%s: relay request %d B, answer %d B; baseline request %d B, answer %d B\n",
+			w.name, len(r.body), r.answerBytes, len(b.body), b.answerBytes)
 	}
+	fmt.Fprintln(out)
 	// Warm-up: connections, Caddy's and the fake's pools and caches, the
 	// Go runtimes' heaps. Its figures are discarded.
 	for _, p := range pairs {
@@ -119,7 +123,9 @@ func run(ctx context.Context, cfg config, out, logw io.Writer) ([]cellResult, er
 	if err := printTable(out, cells); err != nil {
 		return cells, err
 	}
-	fmt.Fprintf(out, "\nload average at end: %s\n", loadAverage())
+	fmt.Fprintf(out, "\nclient connections opened: relay %d, baseline %d (highest concurrency %d)\n",
+		dials.count(st.relayURL), dials.count(st.baselineURL), maxConc)
+	fmt.Fprintf(out, "load average at end: %s\n", loadAverage())
 	return cells, nil
 }
 

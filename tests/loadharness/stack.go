@@ -142,10 +142,14 @@ func (s *stack) targets(ctx context.Context, client *http.Client, w workload) (r
 	return relay, base, nil
 }
 
-// probe sends one request to t and checks its answer.
+// probe sends one request to t, checks its answer and records its size.
 func probe(ctx context.Context, client *http.Client, t *target) error {
-	_, err := do(ctx, client, t, newChecker(t.relay, t.stream))
-	return err
+	c := newChecker(t.relay, t.stream)
+	if _, err := do(ctx, client, t, c); err != nil {
+		return err
+	}
+	t.answerBytes = c.size()
+	return nil
 }
 
 // do sends one request to t, reads the answer to its end with c and

@@ -76,6 +76,8 @@ func chatBody(stream bool) ([]byte, error) {
 // was complete. It may keep buffers between calls; each worker has its own.
 type checker interface {
 	check(body io.Reader) error
+	// size is the number of body bytes the last check read.
+	size() int
 }
 
 // errNoTerminal is returned when a body ended without its terminal marker.
@@ -86,6 +88,8 @@ type jsonChecker struct {
 	markers [][]byte
 	buf     bytes.Buffer
 }
+
+func (c *jsonChecker) size() int { return c.buf.Len() }
 
 func (c *jsonChecker) check(body io.Reader) error {
 	c.buf.Reset()
@@ -109,7 +113,10 @@ func (c *jsonChecker) check(body io.Reader) error {
 type sseChecker struct {
 	terminal []byte
 	r        *bufio.Reader
+	n        int
 }
+
+func (c *sseChecker) size() int { return c.n }
 
 func (c *sseChecker) check(body io.Reader) error {
 	if c.r == nil {
@@ -118,8 +125,10 @@ func (c *sseChecker) check(body io.Reader) error {
 		c.r.Reset(body)
 	}
 	seen, lineStart := false, true
+	c.n = 0
 	for {
 		line, err := c.r.ReadSlice('\n')
+		c.n += len(line)
 		if lineStart && bytes.HasPrefix(line, c.terminal) {
 			seen = true
 		}
@@ -162,4 +171,6 @@ type target struct {
 	url    string
 	body   []byte
 	header http.Header
+	// answerBytes is the size of the answer body to the probe request.
+	answerBytes int
 }
