@@ -41,7 +41,7 @@ func phase(ctx context.Context, client *http.Client, t *target, conc, max int, d
 		go func() {
 			defer wg.Done()
 			r := &results[i]
-			r.lat = make([]time.Duration, 0, min(max/conc+1, 1<<16))
+			r.lat = make([]time.Duration, 0, min(max/conc+1, 1<<14))
 			c := newChecker(t.relay, t.stream)
 			for ctx.Err() == nil && time.Now().Before(deadline) && started.Add(1) <= int64(max) {
 				lat, err := do(ctx, client, t, c)

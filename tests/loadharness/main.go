@@ -16,7 +16,8 @@
 //	-warmup-requests 5000  request cap of each warm-up
 //	-caddy PATH         the Caddy binary to use (default: $RELAY_CADDY_BIN,
 //	                    else one built from ./caddymodule/cmd/caddy)
-//	-log-level INFO     Caddy's log level
+//	-log-level INFO     Caddy's log level (DEBUG logs every relay request,
+//	                    which the baseline does not: keep INFO for figures)
 //
 // # What runs
 //

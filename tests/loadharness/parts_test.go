@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -174,5 +178,63 @@ func TestRoundBudget(t *testing.T) {
 		if sum != tc.requests {
 			t.Errorf("%d requests in %d rounds: the phases add up to %d", tc.requests, tc.rounds, sum)
 		}
+	}
+}
+
+// TestPhase runs phases against a server that fails some requests in
+// different ways: every request is counted once, failures as errors, and
+// the count and time bounds end the phase.
+func TestPhase(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer tok" {
+			http.Error(w, "no token", http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		switch n.Add(1) % 5 {
+		case 0:
+			http.Error(w, "boom", http.StatusInternalServerError)
+		case 1:
+			io.WriteString(w, "data: {}\n\n") // cut: no [DONE]
+		default:
+			io.WriteString(w, "data: {}\n\ndata: [DONE]\n\n")
+		}
+	}))
+	defer srv.Close()
+	dials := &dialCounter{}
+	client := newClient(3, dials)
+	defer client.CloseIdleConnections()
+	h := http.Header{}
+	h.Set("Authorization", "Bearer tok")
+	tg := &target{name: "relay", relay: true, stream: true, url: srv.URL, body: []byte("{}"), header: h}
+
+	var s sample
+	phase(context.Background(), client, tg, 3, 50, time.Minute, &s)
+	if len(s.latencies) != 30 || s.errors != 20 || s.firstErr == "" {
+		t.Fatalf("50 requests: %d ok, %d errors (first %q); want 30 and 20", len(s.latencies), s.errors, s.firstErr)
+	}
+	if got := n.Load(); got != 50 {
+		t.Fatalf("server saw %d requests, want 50", got)
+	}
+	if d := dials.count(srv.URL); d < 1 || d > 3+20 {
+		t.Errorf("%d connections for 3 workers", d)
+	}
+
+	// the time bound ends a phase whose count bound is out of reach
+	var timed sample
+	phase(context.Background(), client, tg, 2, 1<<30, 50*time.Millisecond, &timed)
+	if len(timed.latencies) == 0 || timed.elapsed < 50*time.Millisecond {
+		t.Errorf("timed phase: %d requests in %v", len(timed.latencies), timed.elapsed)
+	}
+
+	// a cancelled context sends nothing
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	before := n.Load()
+	var none sample
+	phase(ctx, client, tg, 2, 10, time.Minute, &none)
+	if n.Load() != before || len(none.latencies)+none.errors != 0 {
+		t.Errorf("cancelled phase sent %d requests", n.Load()-before)
 	}
 }

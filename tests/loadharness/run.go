@@ -47,8 +47,19 @@ func (c config) validate() error {
 	return nil
 }
 
+// logTail is how much of Caddy's log run shows when requests failed.
+const logTail = 8 << 10
+
+// tail returns the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
 // run starts the stack, measures every cell and prints the report to out.
-// Caddy's logs are written to logw only when something fails.
+// Caddy's logs go to logw only when something fails.
 func run(ctx context.Context, cfg config, out, logw io.Writer) ([]cellResult, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -122,6 +133,12 @@ func run(ctx context.Context, cfg config, out, logw io.Writer) ([]cellResult, er
 	}
 	if err := printTable(out, cells); err != nil {
 		return cells, err
+	}
+	for _, c := range cells {
+		if c.Relay.Errors+c.Baseline.Errors > 0 {
+			fmt.Fprintf(logw, "caddy logs (the last %d bytes):\n%s\n", logTail, tail(st.caddy.Logs(), logTail))
+			break
+		}
 	}
 	fmt.Fprintf(out, "\nclient connections opened: relay %d, baseline %d (highest concurrency %d)\n",
 		dials.count(st.relayURL), dials.count(st.baselineURL), maxConc)
