@@ -144,38 +144,7 @@ func (rq *request) captureUpstreamFailure() {
 
 // captureFrame records one upstream event as it arrived.
 func (rq *request) captureFrame(name string, data []byte) {
-	rq.capUp.Write(appendSSEFrame(make([]byte, 0, len(name)+len(data)+24), name, data))
-}
-
-// appendSSEFrame re-frames one upstream event the way it is recorded:
-// "event: <name>\n", one "data: " line per data line, then a blank line.
-func appendSSEFrame(dst []byte, name string, data []byte) []byte {
-	if name != "" {
-		dst = append(dst, "event: "...)
-		dst = append(dst, name...)
-		dst = append(dst, '\n')
-	}
-	for {
-		i := indexByte(data, '\n')
-		dst = append(dst, "data: "...)
-		if i < 0 {
-			dst = append(dst, data...)
-			break
-		}
-		dst = append(dst, data[:i]...)
-		dst = append(dst, '\n')
-		data = data[i+1:]
-	}
-	return append(dst, "\n\n"...)
-}
-
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
+	rq.capUp.Write(capture.AppendSSEFrame(make([]byte, 0, len(name)+len(data)+24), name, data))
 }
 
 // captureResponseWriter tees what the relay writes to the client into the

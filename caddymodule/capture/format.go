@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"path"
@@ -217,3 +218,26 @@ func CheckArtifactPath(p, requestID string, attempt int, phase Phase) error {
 
 // FormatTime renders t the way index lines do.
 func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// AppendSSEFrame appends one event the way event streams are recorded and
+// compared: "event: <name>\n" when name is set, one "data: " line per line
+// of data, then a blank line.
+func AppendSSEFrame(dst []byte, name string, data []byte) []byte {
+	if name != "" {
+		dst = append(dst, "event: "...)
+		dst = append(dst, name...)
+		dst = append(dst, '\n')
+	}
+	for {
+		i := bytes.IndexByte(data, '\n')
+		dst = append(dst, "data: "...)
+		if i < 0 {
+			dst = append(dst, data...)
+			break
+		}
+		dst = append(dst, data[:i]...)
+		dst = append(dst, '\n')
+		data = data[i+1:]
+	}
+	return append(dst, "\n\n"...)
+}

@@ -1,0 +1,93 @@
+package replay
+
+import (
+	"sort"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
+)
+
+// completeness decides whether the bundle's request can be replayed and
+// compared, from the captures of the selected attempt.
+func completeness(b *Bundle) Completeness {
+	var blockers, warnings []string
+	for _, phase := range capture.Phases {
+		c := b.Find(b.Attempt, phase)
+		if c == nil {
+			blockers = append(blockers, "missing_phase:"+string(phase))
+			continue
+		}
+		for _, issue := range c.Issues {
+			blockers = append(blockers, issue+":"+string(phase))
+		}
+		if c.Index.Error != "" {
+			warnings = append(warnings, "phase_error:"+string(phase)+":"+c.Index.Error)
+		}
+		ref := c.Index.Body
+		switch phase {
+		case capture.UpstreamRequest:
+			if c.Index.URL == "" {
+				blockers = append(blockers, "missing_url:upstream_request")
+			}
+			if c.Index.Method == "" {
+				blockers = append(blockers, "missing_method:upstream_request")
+			}
+			if ref == nil {
+				blockers = append(blockers, "missing_body:upstream_request")
+				continue
+			}
+			if ref.Truncated {
+				blockers = append(blockers, "truncated_body:upstream_request")
+			}
+			if ref.Redactions > 0 {
+				blockers = append(blockers, "redacted_body:upstream_request")
+			}
+		case capture.UpstreamResponse, capture.ClientResponse:
+			if ref == nil {
+				if phase == capture.UpstreamResponse {
+					blockers = append(blockers, "missing_body:upstream_response")
+				} else {
+					warnings = append(warnings, "missing_body:client_response")
+				}
+				continue
+			}
+			if ref.Truncated {
+				warnings = append(warnings, "truncated_body:"+string(phase))
+			}
+			if ref.Format == capture.FormatSSE && len(c.Issues) == 0 && !ref.Truncated {
+				body, err := c.BodyBytes()
+				if err != nil || !terminated(body) {
+					if phase == capture.UpstreamResponse {
+						blockers = append(blockers, "unterminated_stream:upstream_response")
+					} else {
+						warnings = append(warnings, "unterminated_stream:client_response")
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(blockers)
+	sort.Strings(warnings)
+	if blockers == nil {
+		blockers = []string{}
+	}
+	if warnings == nil {
+		warnings = []string{}
+	}
+	return Completeness{Replayable: len(blockers) == 0, Blockers: blockers, Warnings: warnings}
+}
+
+// terminated reports whether an event stream ends with a terminal event:
+// a Responses response.completed, response.incomplete, response.failed
+// or error event, or a Chat Completions "[DONE]".
+func terminated(stream []byte) bool {
+	evs, _ := parseEvents(stream, 0)
+	if len(evs) == 0 {
+		return false
+	}
+	last := evs[len(evs)-1]
+	switch last.Type {
+	case "response.completed", "response.incomplete", "response.failed", "error", "[DONE]":
+		return true
+	}
+	return false
+}
