@@ -320,3 +320,22 @@ func TestCacheAppCaddyfileAdapt(t *testing.T) {
 		t.Fatalf("apps.reasoning_cache = %s (config %s)", got, out)
 	}
 }
+
+func TestCacheAppAutoInstantiatedIsDisabled(t *testing.T) {
+	if err := caddy.Load([]byte(`{"admin":{"disabled":true}}`), true); err != nil {
+		t.Fatal(err)
+	}
+	defer stopCaddy(t)
+	// What a handler gets from ctx.App when no reasoning_cache option is
+	// configured: the default, disabled app, which creates nothing.
+	app := activeCacheApp(t)
+	if app.Enabled || !strings.HasSuffix(app.DatabasePath(), filepath.FromSlash("data/reasoning-cache.sqlite")) {
+		t.Fatalf("defaults: enabled=%v database=%s", app.Enabled, app.DatabasePath())
+	}
+	if _, _, err := app.Acquire(); !errors.Is(err, ErrCacheDisabled) {
+		t.Fatalf("Acquire: %v", err)
+	}
+	if _, err := os.Stat(app.DatabasePath()); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("default app created %s", app.DatabasePath())
+	}
+}
