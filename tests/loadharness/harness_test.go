@@ -32,6 +32,7 @@ func TestHarness(t *testing.T) {
 		Duration:       20 * time.Second, // far more than 20 requests need: the count bounds each phase
 		Requests:       20,
 		Concurrency:    []int{1, 2},
+		Workloads:      allWorkloads,
 		Rounds:         2,
 		Warmup:         5 * time.Second,
 		WarmupRequests: 4,

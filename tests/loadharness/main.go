@@ -11,6 +11,7 @@
 //	-duration 10s       time per target and cell (split over the rounds)
 //	-requests 1000000   request cap per target and cell (split over the rounds)
 //	-concurrency 1,32   concurrency levels; each is one cell per workload
+//	-workloads json,sse which workloads to measure
 //	-rounds 4           alternating relay/baseline phases per cell
 //	-warmup 1s          warm-up per target and workload, at the highest concurrency
 //	-warmup-requests 5000  request cap of each warm-up
@@ -154,6 +155,7 @@ func parseFlags(args []string, errw io.Writer) (config, error) {
 	fs.SetOutput(errw)
 	cfg := config{}
 	conc := fs.String("concurrency", "1,32", "comma-separated concurrency levels")
+	wls := fs.String("workloads", "json,sse", "comma-separated workloads: json, sse")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "time per target and cell, split over the rounds")
 	fs.IntVar(&cfg.Requests, "requests", 1_000_000, "request cap per target and cell, split over the rounds")
 	fs.IntVar(&cfg.Rounds, "rounds", 4, "alternating relay/baseline phases per cell")
@@ -175,6 +177,10 @@ func parseFlags(args []string, errw io.Writer) (config, error) {
 		return cfg, err
 	}
 	cfg.Concurrency = levels
+	if cfg.Workloads, err = parseWorkloads(*wls); err != nil {
+		fmt.Fprintln(errw, err)
+		return cfg, err
+	}
 	if err := cfg.validate(); err != nil {
 		fmt.Fprintln(errw, err)
 		return cfg, err

@@ -146,9 +146,16 @@ func TestParseFlags(t *testing.T) {
 	if cfg.Duration != 3*time.Second || cfg.Requests != 50 || !slices.Equal(cfg.Concurrency, []int{2, 8}) {
 		t.Fatalf("cfg = %+v", cfg)
 	}
+	if len(cfg.Workloads) != 2 || cfg.Workloads[0].name != "json" || !cfg.Workloads[1].stream {
+		t.Fatalf("default workloads = %+v", cfg.Workloads)
+	}
 	def, err := parseFlags(nil, &errw)
 	if err != nil || !slices.Equal(def.Concurrency, []int{1, 32}) || def.Duration != 10*time.Second {
 		t.Fatalf("defaults = %+v, %v", def, err)
+	}
+	sse, err := parseFlags([]string{"-workloads", "sse"}, &errw)
+	if err != nil || len(sse.Workloads) != 1 || sse.Workloads[0].name != "sse" {
+		t.Fatalf("-workloads sse = %+v, %v", sse.Workloads, err)
 	}
 	for _, args := range [][]string{
 		{"-concurrency", "0"},
@@ -157,6 +164,8 @@ func TestParseFlags(t *testing.T) {
 		{"-duration", "0s"},
 		{"-requests", "-1"},
 		{"-rounds", "0"},
+		{"-workloads", "grpc"},
+		{"-workloads", ","},
 		{"extra"},
 	} {
 		if _, err := parseFlags(args, io.Discard); err == nil {

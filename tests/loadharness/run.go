@@ -18,6 +18,7 @@ type config struct {
 	Duration       time.Duration // per target and cell, split over the rounds
 	Requests       int           // per target and cell, split over the rounds
 	Concurrency    []int         // concurrency levels, each a cell per workload
+	Workloads      []workload    // what to measure, in report order
 	Rounds         int           // alternating relay/baseline phases per cell
 	Warmup         time.Duration // per target and workload, at the highest concurrency
 	WarmupRequests int           // cap of the warm-up per target and workload
@@ -34,6 +35,8 @@ func (c config) validate() error {
 		return fmt.Errorf("loadharness: -requests must be positive")
 	case len(c.Concurrency) == 0:
 		return fmt.Errorf("loadharness: -concurrency needs at least one level")
+	case len(c.Workloads) == 0:
+		return fmt.Errorf("loadharness: -workloads needs json, sse or both")
 	case c.Rounds <= 0:
 		return fmt.Errorf("loadharness: -rounds must be positive")
 	case c.Warmup < 0 || c.WarmupRequests < 0:
@@ -95,8 +98,8 @@ func run(ctx context.Context, cfg config, out, logw io.Writer) ([]cellResult, er
 	})
 
 	type pair struct{ relay, base *target }
-	pairs := make([]pair, len(workloads))
-	for i, w := range workloads {
+	pairs := make([]pair, len(cfg.Workloads))
+	for i, w := range cfg.Workloads {
 		r, b, err := st.targets(ctx, client, w)
 		if err != nil {
 			return nil, err
@@ -120,7 +123,7 @@ func run(ctx context.Context, cfg config, out, logw io.Writer) ([]cellResult, er
 	}
 
 	var cells []cellResult
-	for i, w := range workloads {
+	for i, w := range cfg.Workloads {
 		for _, conc := range cfg.Concurrency {
 			var rs, bs sample
 			measureCell(ctx, client, pairs[i].relay, pairs[i].base, &rs, &bs, conc, cfg, st)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 )
 
 // workload is one kind of traffic: a non-streaming (JSON) or a streaming
@@ -17,9 +18,34 @@ type workload struct {
 	stream bool
 }
 
-// workloads are the two kinds of traffic the harness measures, in the order
-// they are reported.
-var workloads = []workload{{name: "json"}, {name: "sse", stream: true}}
+// allWorkloads are the kinds of traffic the harness can measure, in the
+// order they are reported.
+var allWorkloads = []workload{{name: "json"}, {name: "sse", stream: true}}
+
+// parseWorkloads parses "json,sse" (or a part of it) into workloads in
+// report order.
+func parseWorkloads(s string) ([]workload, error) {
+	want := map[string]bool{}
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			want[f] = true
+		}
+	}
+	var out []workload
+	for _, w := range allWorkloads {
+		if want[w.name] {
+			out = append(out, w)
+			delete(want, w.name)
+		}
+	}
+	for name := range want {
+		return nil, fmt.Errorf("loadharness: -workloads: unknown workload %q (want json, sse)", name)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("loadharness: -workloads needs json, sse or both")
+	}
+	return out, nil
+}
 
 // Wire markers the client looks for to decide that an answer is complete.
 var (
