@@ -104,8 +104,15 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 func TestProvisionAndValidate(t *testing.T) {
 	t.Setenv("RR_TEST_KEY", "sk-test")
 	t.Setenv("RR_TEST_TOKEN", "tok")
-	ctx, cancel := caddy.NewContext(caddy.Context{Context: t.Context()})
-	defer cancel()
+	// a provisioned context without apps: the handler looks up the
+	// reasoning_cache app, which Caddy creates disabled
+	ctx, err := caddy.ProvisionContext(&caddy.Config{
+		Admin:   &caddy.AdminConfig{Disabled: true},
+		AppsRaw: caddy.ModuleMap{"reasoning_cache": []byte(`{"database":"` + t.TempDir() + `/db.sqlite"}`)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	h := &Handler{APIKey: "{env.RR_TEST_KEY}", RelayTokens: []string{"{env.RR_TEST_TOKEN}"},
 		ModelAliases: map[string]ModelAlias{"b": {Model: "m2"}, "a": {Model: "m1", Effort: "low"}}, Models: []string{"m1", "x"}}

@@ -133,6 +133,7 @@ type Handler struct {
 	translator translate.Config
 	models     []string
 	logger     *zap.Logger
+	cache      *CacheApp
 
 	capture        *capture.Writer // nil when log_bodies is off
 	captureKey     string          // this handler's reference in captureWriters
@@ -248,6 +249,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		add(m)
 	}
 	h.models = models
+	if err := h.provisionCache(ctx); err != nil {
+		return err
+	}
 	return h.provisionCapture(ctx)
 }
 
@@ -340,6 +344,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		rq.fail(apierr.New(http.StatusUnauthorized, apierr.TypeInvalidRequest, "invalid_api_key",
 			"Incorrect API key provided: send a relay token as 'Authorization: Bearer <token>'."), "unauthorized")
 		return nil
+	}
+	if route != "models" {
+		_, release := rq.holdCache()
+		defer release()
 	}
 	switch route {
 	case "chat":
