@@ -148,12 +148,18 @@ func (r *Request) line(phase Phase, m Meta, begun time.Time) *IndexLine {
 
 // submitLine appends an index line.
 func (r *Request) submitLine(line *IndexLine, begun time.Time) {
+	r.w.submit(r.lineJob(job{}, line, begun))
+}
+
+// lineJob adds the encoded index line to j.
+func (r *Request) lineJob(j job, line *IndexLine, begun time.Time) job {
 	line.DurationUs = time.Since(begun).Microseconds()
 	data, err := json.Marshal(line)
 	if err != nil {
-		return
+		return j
 	}
-	r.w.submit(job{rel: IndexName(time.Now()), data: append(data, '\n')})
+	j.index, j.line = IndexName(time.Now()), append(data, '\n')
+	return j
 }
 
 // Finish closes every body still open, with the recorded outcome as its
@@ -244,7 +250,7 @@ func (b *Body) write(p []byte, whole bool) {
 		b.record(Record{Type: RecordTruncated, At: ref.Size})
 	}
 	if !whole && b.buf.Len() >= flushSize {
-		b.flush()
+		b.flush(nil)
 	}
 }
 
@@ -276,14 +282,18 @@ func (b *Body) record(rec Record) {
 	}
 }
 
-// flush hands the compressed bytes produced so far to the writer.
-func (b *Body) flush() {
-	if b.lost != "" || b.buf.Len() == 0 {
+// flush hands the compressed bytes produced so far to the writer, with
+// the phase's index line when it is the last part.
+func (b *Body) flush(line *IndexLine) {
+	if b.lost != "" || (b.buf.Len() == 0 && line == nil) {
 		return
 	}
-	data := bytes.Clone(b.buf.Bytes())
+	j := job{rel: b.line.Body.Path, create: !b.submitted, data: bytes.Clone(b.buf.Bytes())}
 	b.buf.Reset()
-	if !b.r.w.submit(job{rel: b.line.Body.Path, create: !b.submitted, data: data}) {
+	if line != nil {
+		j = b.r.lineJob(j, line, b.begun)
+	}
+	if !b.r.w.submit(j) {
 		b.lost = "dropped"
 		if b.r.w.disabled.Load() {
 			b.lost = "disabled"
@@ -306,6 +316,8 @@ func (b *Body) Close(reason string) {
 	}
 	b.closed = true
 	ref := b.line.Body
+	b.line.Error = reason
+	written := false
 	if b.lost == "" {
 		ref.SHA256 = hex.EncodeToString(b.hash.Sum(nil))
 		b.record(Record{Type: RecordEnd, Size: ref.Size, Received: ref.Received, Frames: ref.Frames,
@@ -313,7 +325,11 @@ func (b *Body) Close(reason string) {
 		if err := b.gz.Close(); err != nil {
 			b.lost = "encode_failed"
 		}
-		b.flush()
+		if b.lost == "" {
+			// the artifact's last bytes and the index line: one job
+			b.flush(b.line)
+			written = b.lost == ""
+		}
 	}
 	if b.lost != "" {
 		ref.SHA256 = ""
@@ -321,10 +337,12 @@ func (b *Body) Close(reason string) {
 	}
 	gz := b.gz
 	b.gz = nil
-	b.line.Error = reason
 	line := b.line
 	b.mu.Unlock()
 	gz.Reset(nil)
 	gzipPool.Put(gz)
-	b.r.submitLine(line, b.begun)
+	if !written {
+		// the artifact is incomplete: the index line still says so
+		b.r.submitLine(line, b.begun)
+	}
 }

@@ -43,12 +43,17 @@ type Stats struct {
 	Disabled bool
 }
 
-// job is one file write: data appended to the file at rel (relative,
-// slash-separated), which must not exist yet when create is set.
+// job is one unit of file writing: data appended to the artifact at rel
+// (relative, slash-separated; it must not exist yet when create is set),
+// then line appended to the index file named index. Either part may be
+// empty. Ending a phase is one job, so that a request costs about one job
+// per phase.
 type job struct {
 	rel    string
 	create bool
 	data   []byte
+	index  string
+	line   []byte
 }
 
 // Writer writes captures under one directory through one worker goroutine.
@@ -203,22 +208,36 @@ func (w *Writer) write(j job) error {
 			return err
 		}
 	}
-	if d := path.Dir(j.rel); d != "." && !w.dirsMade[d] {
+	if j.rel != "" {
+		if err := w.appendFile(j.rel, j.create, j.data); err != nil {
+			return err
+		}
+	}
+	if j.index != "" {
+		return w.appendFile(j.index, false, j.line)
+	}
+	return nil
+}
+
+// appendFile appends data to the file at rel, creating its folder (0700)
+// and the file (0600) as needed.
+func (w *Writer) appendFile(rel string, create bool, data []byte) error {
+	if d := path.Dir(rel); d != "." && !w.dirsMade[d] {
 		if err := ensureDir(filepath.Join(w.dir, filepath.FromSlash(d))); err != nil {
 			return fmt.Errorf("folder %s: %w", d, err)
 		}
 		w.dirsMade[d] = true
 	}
-	f, err := openFile(filepath.Join(w.dir, filepath.FromSlash(j.rel)), j.create)
+	f, err := openFile(filepath.Join(w.dir, filepath.FromSlash(rel)), create)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(j.data); err != nil {
+	if _, err := f.Write(data); err != nil {
 		f.Close()
-		return fmt.Errorf("write %s: %w", j.rel, err)
+		return fmt.Errorf("write %s: %w", rel, err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", j.rel, err)
+		return fmt.Errorf("close %s: %w", rel, err)
 	}
 	return nil
 }
