@@ -80,6 +80,17 @@
 // number of connections the client opened to each site (about the highest
 // concurrency when connections are reused; far more means a target closes
 // them) and the load average at the end.
+//
+// # Profiling
+//
+// The header names Caddy's admin socket, which serves Go's profiles while
+// the harness runs, e.g. for a focused streaming run:
+//
+//	go run ./tests/loadharness -workloads sse -concurrency 32 -duration 60s -rounds 1
+//	curl --unix-socket <admin socket> -o caddy.prof 'http://localhost/debug/pprof/profile?seconds=20'
+//	go tool pprof -top <caddy binary> caddy.prof
+//
+// With one round the relay phase runs first, for half the duration.
 package main
 
 import (

@@ -92,7 +92,7 @@ func run(ctx context.Context, cfg config, out, logw io.Writer) ([]cellResult, er
 
 	printHeader(out, header{
 		GoVersion: runtime.Version(), OSArch: runtime.GOOS + "/" + runtime.GOARCH,
-		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(), Caddy: bin,
+		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(), Caddy: bin, Admin: st.caddy.Admin,
 		LoadStart: loadStart, Duration: cfg.Duration, Requests: cfg.Requests,
 		Rounds: cfg.Rounds, Warmup: cfg.Warmup, WarmupReqs: cfg.WarmupRequests,
 	})
