@@ -36,9 +36,10 @@ func specialBits(x uint64) uint64 {
 // set) into the low eight bits, byte 0 first.
 func movemask(m uint64) uint64 { return (m * 0x0002040810204081) >> 56 }
 
-// blockMask returns bit j set for every special byte p[j].
-func blockMask(p []byte) uint64 {
-	p = p[:64]
+// blockMaskSWAR returns bit j set for every special byte p[j], eight
+// bytes at a time in general-purpose registers. It is blockMask where no
+// vector version exists, and the reference for the vector version.
+func blockMaskSWAR(p *[64]byte) uint64 {
 	m0 := movemask(specialBits(binary.LittleEndian.Uint64(p[0:])))
 	m1 := movemask(specialBits(binary.LittleEndian.Uint64(p[8:])))
 	m2 := movemask(specialBits(binary.LittleEndian.Uint64(p[16:])))
@@ -85,13 +86,13 @@ func (p *parser) str(isKey bool) (s span, size int64, ok bool) {
 		}
 		var m uint64
 		if base+64 <= len(src) {
-			m = blockMask(src[base:])
+			m = blockMask((*[64]byte)(src[base:]))
 		} else {
 			// The last partial block: zero padding reads as a control
 			// character, which the loop below turns into "unterminated".
 			var tail [64]byte
 			copy(tail[:], src[base:])
-			m = blockMask(tail[:])
+			m = blockMask(&tail)
 		}
 		m &^= carry
 		carry = 0

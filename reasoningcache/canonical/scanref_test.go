@@ -202,3 +202,32 @@ func FuzzStringScan(f *testing.F) {
 		scanBoth(t, in, isKey)
 	})
 }
+
+// blockMask (the vector version where there is one) agrees with the
+// portable blockMaskSWAR and with a byte-by-byte definition.
+func TestBlockMask(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	interesting := []byte{0, 0x1f, 0x20, 0x21, '"', '#', '\\', ']', 0x7f, 0x80, 0xa2, 0xdc, 0xff, 'a'}
+	var p [64]byte
+	for range 20000 {
+		for j := range p {
+			if rng.IntN(2) == 0 {
+				p[j] = interesting[rng.IntN(len(interesting))]
+			} else {
+				p[j] = byte(rng.Uint32())
+			}
+		}
+		var want uint64
+		for j, c := range p {
+			if c == '"' || c == '\\' || c < 0x20 || c > 0x7f {
+				want |= 1 << j
+			}
+		}
+		if got := blockMask(&p); got != want {
+			t.Fatalf("blockMask(%q) = %#x, want %#x", p, got, want)
+		}
+		if got := blockMaskSWAR(&p); got != want {
+			t.Fatalf("blockMaskSWAR(%q) = %#x, want %#x", p, got, want)
+		}
+	}
+}
