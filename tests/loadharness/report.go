@@ -86,7 +86,7 @@ func printHeader(w io.Writer, h header) {
 	fmt.Fprintf(w, "reasoning_relay vs plain reverse_proxy: one Caddy, one in-process fake upstream, loopback only\n")
 	fmt.Fprintf(w, "harness: %s %s, GOMAXPROCS=%d, NumCPU=%d (client, fake upstream and Caddy share these)\n",
 		h.GoVersion, h.OSArch, h.GOMAXPROCS, h.NumCPU)
-	fmt.Fprintf(w, "caddy: %s (admin %s)\n", h.Caddy, h.Admin)
+	fmt.Fprintf(w, "caddy: %s, admin socket %s\n", h.Caddy, strings.TrimPrefix(h.Admin, "unix/"))
 	fmt.Fprintf(w, "per target and cell: at most %s and %d requests, in %d alternating rounds\n",
 		h.Duration, h.Requests, h.Rounds)
 	fmt.Fprintf(w, "warm-up per target and workload: at most %s and %d requests\n", h.Warmup, h.WarmupReqs)
