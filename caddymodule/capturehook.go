@@ -99,7 +99,7 @@ func (rq *request) captureClientRequest(body []byte, model string, stream bool) 
 	}
 	rq.cap.SetModel(model, stream)
 	rq.cap.Whole(capture.ClientRequest, capture.Meta{
-		Method: rq.r.Method, URL: rq.r.URL.RequestURI(), Header: rq.r.Header,
+		Method: rq.r.Method, URL: rq.r.URL.RequestURI(), Header: rq.r.Header, Begun: rq.start,
 	}, body)
 }
 

@@ -29,6 +29,17 @@ type Meta struct {
 	// unless ContentType is set.
 	Header      http.Header
 	ContentType string
+	// Begun is when the phase began (e.g. when the client request
+	// arrived); the phase's time and duration count from it. Default: now.
+	Begun time.Time
+}
+
+// begun returns when the phase began.
+func (m *Meta) begun() time.Time {
+	if m.Begun.IsZero() {
+		return time.Now()
+	}
+	return m.Begun
 }
 
 // Request records the phases of one attempt of one relayed request. A nil
@@ -96,7 +107,7 @@ func (r *Request) NoBody(phase Phase, m Meta, reason string) {
 	if r == nil {
 		return
 	}
-	begun := time.Now()
+	begun := m.begun()
 	line := r.line(phase, m, begun)
 	line.Error = reason
 	r.submitLine(line, begun)
@@ -109,7 +120,7 @@ func (r *Request) Start(phase Phase, m Meta) *Body {
 	if r == nil {
 		return nil
 	}
-	begun := time.Now()
+	begun := m.begun()
 	line := r.line(phase, m, begun)
 	format := FormatRaw
 	if mt, _, err := mime.ParseMediaType(line.ContentType); err == nil && mt == "text/event-stream" {
