@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/translate"
@@ -38,7 +39,7 @@ func (h *Handler) provisionCapture(ctx caddy.Context) error {
 	}
 	abs = filepath.Clean(abs)
 	logger := ctx.Logger().Named("capture")
-	val, _, err := captureWriters.LoadOrNew(abs, func() (caddy.Destructor, error) {
+	val, loaded, err := captureWriters.LoadOrNew(abs, func() (caddy.Destructor, error) {
 		w, err := capture.Open(capture.Options{Dir: abs, Logger: logger})
 		if err != nil {
 			return nil, err
@@ -50,6 +51,10 @@ func (h *Handler) provisionCapture(ctx caddy.Context) error {
 	}
 	h.capture = val.(captureDestructor).w
 	h.captureKey = abs
+	if loaded && !h.capture.Reenable() {
+		logger.Warn("body capture stays disabled: a write to the capture directory is still blocked",
+			zap.String("capture_dir", abs))
+	}
 	// bodies are scrubbed of the relay's own credentials wherever they
 	// appear, besides the credential-shaped tokens redact finds by itself
 	h.captureSecrets = append(h.captureSecrets[:0], h.apiKey)

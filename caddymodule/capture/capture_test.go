@@ -349,3 +349,31 @@ func BenchmarkOff(b *testing.B) {
 		r.Finish()
 	}
 }
+
+func TestReenable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	w := open(t, Options{Dir: dir})
+	fail := true
+	w.beforeWrite = func(string) error {
+		if fail {
+			return errors.New("disk full")
+		}
+		return nil
+	}
+	w.Begin("rr_re", 1, nil).NoBody(ClientRequest, Meta{}, "")
+	for deadline := time.Now().Add(10 * time.Second); !w.Disabled() && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !w.Disabled() {
+		t.Fatal("not disabled")
+	}
+	fail = false
+	if !w.Reenable() || w.Disabled() {
+		t.Fatal("not re-enabled")
+	}
+	w.Begin("rr_re", 2, nil).NoBody(ClientRequest, Meta{}, "")
+	_ = w.Close(5 * time.Second)
+	if ls := lines(t, dir); len(ls) != 1 || ls[0].Attempt != 2 {
+		t.Fatalf("lines %+v", ls)
+	}
+}

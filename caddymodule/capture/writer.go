@@ -70,7 +70,8 @@ type Writer struct {
 	outstanding atomic.Int64
 	busySince   atomic.Int64 // unix nanoseconds when the running write began; 0 when idle
 	disabled    atomic.Bool
-	warned      sync.Once
+	warned      atomic.Bool
+	forgetDirs  atomic.Bool // the worker must re-check folders (after Reenable)
 	written     atomic.Int64
 	dropped     atomic.Int64
 
@@ -208,6 +209,9 @@ func (w *Writer) write(j job) error {
 			return err
 		}
 	}
+	if w.forgetDirs.Swap(false) {
+		clear(w.dirsMade)
+	}
 	if j.rel != "" {
 		if err := w.appendFile(j.rel, j.create, j.data); err != nil {
 			return err
@@ -245,11 +249,27 @@ func (w *Writer) appendFile(rel string, create bool, data []byte) error {
 // disable stops all capturing and logs one sanitized warning.
 func (w *Writer) disable(err error) {
 	w.disabled.Store(true)
-	w.warned.Do(func() {
-		w.logger.Warn("body capture disabled after a failure; requests continue uncaptured",
+	if w.warned.CompareAndSwap(false, true) {
+		w.logger.Warn("body capture disabled after a failure; requests continue uncaptured until the next reload",
 			zap.String("capture_dir", sanitize(w.dir)),
 			zap.String("error", sanitize(redact.Error(err))))
-	})
+	}
+}
+
+// Reenable turns a disabled writer back on (a configuration reload does
+// this), unless a write is still blocked. It reports whether the writer
+// is enabled.
+func (w *Writer) Reenable() bool {
+	if !w.disabled.Load() {
+		return true
+	}
+	if w.busySince.Load() != 0 {
+		return false
+	}
+	w.forgetDirs.Store(true)
+	w.warned.Store(false)
+	w.disabled.Store(false)
+	return true
 }
 
 // sanitize keeps a message printable and short.
