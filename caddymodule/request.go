@@ -12,6 +12,7 @@ import (
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
+	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/redact"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
 )
 
@@ -139,7 +140,8 @@ func (rq *request) upstreamFailure(ctx context.Context, err error) {
 	case rq.r.Context().Err() != nil:
 		rq.log("client_gone", 499)
 	default:
-		rq.h.logger.Warn("upstream request failed", zap.String("request_id", rq.id), zap.Error(err))
+		rq.h.logger.Warn("upstream request failed", zap.String("request_id", rq.id),
+			zap.String("error", redact.Error(err, rq.h.upstreamSecret())))
 		rq.fail(apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_unreachable",
 			"The relay could not reach the upstream."), "upstream_unreachable")
 	}
