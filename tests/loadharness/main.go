@@ -67,6 +67,11 @@
 //   - ratio p50 and ratio p99 above 1: the relay's answers take longer;
 //     1.25 means 25% more time per request at that percentile.
 //
+// At concurrency 1, req/s is the inverse of the mean latency, so it
+// follows stalls (another process taking the CPU) that p50 ignores: a
+// req/s ratio far from the inverse of the p50 ratio means the run was
+// disturbed.
+//
 // The relay parses every request, translates it, and converts every
 // upstream event back, where reverse_proxy only copies bytes, so ratios
 // worse than 1 are the relay's cost on top of a proxy. Ratios at or better
