@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"math"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -20,12 +18,8 @@ func TestHarness(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Caddy; skipped under -short")
 	}
-	if os.Getenv("RELAY_CADDY_BIN") == "" {
-		// relaytest builds the binary once per process into a temporary
-		// directory; run reuses it, and the test removes it
-		bin := relaytest.Binary(t)
-		t.Cleanup(func() { os.RemoveAll(filepath.Dir(bin)) })
-	}
+	// relaytest builds the binary (or takes $RELAY_CADDY_BIN); run reuses it
+	relaytest.Binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cfg := config{

@@ -105,7 +105,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -136,7 +135,6 @@ func mainCode() int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		defer os.RemoveAll(filepath.Dir(bin))
 		cfg.Caddy = bin
 	}
 	cells, err := run(ctx, cfg, os.Stdout, os.Stderr)
@@ -152,8 +150,8 @@ func mainCode() int {
 	return 0
 }
 
-// buildCaddy has relaytest build the Caddy binary with the relay into a
-// new temporary directory, which the caller removes when done.
+// buildCaddy has relaytest build the Caddy binary with the relay (into its
+// one per-user location, shared with the tests).
 func buildCaddy(logw io.Writer) (string, error) {
 	tb := &programTB{log: logw}
 	defer tb.close()

@@ -60,15 +60,12 @@ func startStack(tb *programTB, logLevel string) (*stack, error) {
 
 	err := tb.do(func() {
 		basePort := relaytest.FreePort(tb)
-		// relaytest writes one site block around Options.Site; closing it
-		// and opening a second block puts the baseline in the same Caddy
-		// process, so both sites share its runtime, GC and CPU budget.
-		// relaytest's closing brace ends the baseline block.
-		site := fmt.Sprintf(relaySite, s.upstream.URL) + "\n}\n\n" +
-			fmt.Sprintf("http://127.0.0.1:%d {\n\tbind 127.0.0.1\n", basePort) +
-			fmt.Sprintf(baselineSite, s.upstream.URL)
+		// Both sites run in the same Caddy process, so they share its
+		// runtime, GC and CPU budget.
 		s.caddy = relaytest.Start(tb, relaytest.Options{
-			Site:     site,
+			Site: fmt.Sprintf(relaySite, s.upstream.URL),
+			ExtraSites: fmt.Sprintf("http://127.0.0.1:%d {\n\tbind 127.0.0.1\n", basePort) +
+				fmt.Sprintf(baselineSite, s.upstream.URL) + "\n}\n",
 			LogLevel: logLevel,
 			Env:      []string{"LH_UPSTREAM_KEY=" + upstreamKey, "LH_RELAY_TOKEN=" + relayToken},
 		})

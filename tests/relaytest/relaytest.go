@@ -39,6 +39,9 @@ type Options struct {
 	// "reasoning_relay {\n upstream ...\n}". The literal {DIR} is replaced
 	// with the instance's directory.
 	Site string
+	// ExtraSites are complete site blocks appended after the relay's
+	// (e.g. a baseline reverse_proxy site on another port).
+	ExtraSites string
 	// Env adds environment variables for the Caddy process.
 	Env []string
 	// LogLevel is Caddy's log level; default INFO.
@@ -93,17 +96,29 @@ func Binary(t TB) string {
 			buildErr = err
 			return
 		}
-		dir, err := os.MkdirTemp("", "relaytest-bin-")
+		// One binary per user at a stable path, replaced atomically, so
+		// that test processes running at the same time share the build and
+		// nothing piles up in the temporary directory.
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("relaytest-bin-%d", os.Getuid()))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			buildErr = err
+			return
+		}
+		tmp, err := os.CreateTemp(dir, "caddy-*.tmp")
 		if err != nil {
 			buildErr = err
 			return
 		}
-		buildPath = filepath.Join(dir, "caddy")
-		cmd := exec.Command("go", "build", "-o", buildPath, "./caddymodule/cmd/caddy")
+		tmp.Close()
+		defer os.Remove(tmp.Name())
+		cmd := exec.Command("go", "build", "-o", tmp.Name(), "./caddymodule/cmd/caddy")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			return
 		}
+		buildPath = filepath.Join(dir, "caddy")
+		buildErr = os.Rename(tmp.Name(), buildPath)
 	})
 	if buildErr != nil {
 		t.Fatalf("relaytest: building caddy: %v", buildErr)
@@ -196,6 +211,7 @@ func (c *Caddy) caddyfile(opts Options) string {
 	}
 	site := strings.ReplaceAll(opts.Site, "{DIR}", opts.Dir)
 	global := strings.ReplaceAll(opts.Global, "{DIR}", opts.Dir)
+	extra := strings.ReplaceAll(opts.ExtraSites, "{DIR}", opts.Dir)
 	return fmt.Sprintf(`{
 	admin %s
 	persist_config off
@@ -213,7 +229,9 @@ http://127.0.0.1:%d {
 	bind 127.0.0.1
 %s
 }
-`, c.Admin, filepath.Join(opts.Dir, "storage"), level, global, opts.Port, site)
+
+%s
+`, c.Admin, filepath.Join(opts.Dir, "storage"), level, global, opts.Port, site, extra)
 }
 
 func (c *Caddy) waitReady() {
