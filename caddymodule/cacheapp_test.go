@@ -27,7 +27,7 @@ import (
 func cacheConfig(t *testing.T, db string, enabled bool, level string) []byte {
 	t.Helper()
 	cfg := map[string]any{
-		"admin":   map[string]any{"disabled": true},
+		"admin":   map[string]any{"disabled": true, "config": map[string]any{"persist": false}},
 		"logging": map[string]any{"logs": map[string]any{"default": map[string]any{"level": level}}},
 		"apps":    map[string]any{"reasoning_cache": map[string]any{"database": db, "enabled": enabled}},
 	}
@@ -322,7 +322,7 @@ func TestCacheAppCaddyfileAdapt(t *testing.T) {
 }
 
 func TestCacheAppAutoInstantiatedIsDisabled(t *testing.T) {
-	if err := caddy.Load([]byte(`{"admin":{"disabled":true}}`), true); err != nil {
+	if err := caddy.Load([]byte(`{"admin":{"disabled":true,"config":{"persist":false}}}`), true); err != nil {
 		t.Fatal(err)
 	}
 	defer stopCaddy(t)
