@@ -43,7 +43,7 @@ var kinds = []Kind{KindText, KindTool, KindParallelTools, KindCustomTool, KindRe
 // Scenario says how one request is answered. The zero value is KindText.
 type Scenario struct {
 	Kind   Kind          // what to answer; "" means KindText
-	Text   string        // message text; "" lets the kind choose (e.g. "echo: <user text>")
+	Text   string        // message text, or KindTool/KindParallelTools arguments; "" lets the kind choose (e.g. "echo: <user text>")
 	Delay  time.Duration // pause between SSE events; 0 uses Options.Delay
 	Status int           // KindHTTPError: the HTTP status (default 500)
 	Code   string        // error code for KindFailed, KindErrorFlat/Nested, KindHTTPError; "" picks a default

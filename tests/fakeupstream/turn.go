@@ -64,9 +64,9 @@ func (s *Server) newTurn(p *parsedRequest, sc Scenario, apiKey string) *turn {
 			t.message("output_text", "fakeupstream: scenario "+string(sc.Kind)+" needs a function tool in the request", "completed")
 			break
 		}
-		t.functionCall(fns[0])
+		t.functionCall(fns[0], sc.Text)
 		if sc.Kind == KindParallelTools {
-			t.functionCall(fns[min(1, len(fns)-1)])
+			t.functionCall(fns[min(1, len(fns)-1)], sc.Text)
 		}
 	case KindCustomTool:
 		cts := toolsOf(p.tools, "custom")
@@ -128,15 +128,20 @@ func (t *turn) message(partType, text, status string) {
 	t.items = append(t.items, &outItem{Type: "message", ID: id, PartType: partType, Text: text, Status: status})
 }
 
-// functionCall appends a function_call to tool with generated arguments.
-func (t *turn) functionCall(tool toolDef) {
+// functionCall appends a function_call to tool with the given arguments,
+// or generated ones when args is empty.
+func (t *turn) functionCall(tool toolDef, args string) {
 	id, _ := t.srv.nextID("fc_", 48)
 	call, _ := t.srv.nextID("call_", 24)
-	args := map[string]string{}
-	for _, name := range tool.Required {
-		args[name] = "fake-" + name
+	if args != "" {
+		t.items = append(t.items, &outItem{Type: "function_call", ID: id, CallID: call, Name: tool.Name, Text: args, Status: "completed"})
+		return
 	}
-	b, err := json.Marshal(args)
+	generated := map[string]string{}
+	for _, name := range tool.Required {
+		generated[name] = "fake-" + name
+	}
+	b, err := json.Marshal(generated)
 	if err != nil {
 		b = []byte("{}")
 	}
