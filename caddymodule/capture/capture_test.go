@@ -169,13 +169,14 @@ func TestTruncation(t *testing.T) {
 }
 
 func TestQueueFullDropsWithoutWaiting(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
 	dir := filepath.Join(t.TempDir(), "cap")
-	w := open(t, Options{Dir: dir, WriteTimeout: time.Minute})
+	w := open(t, Options{Dir: dir, WriteTimeout: time.Minute, Logger: zap.New(core)})
 	release := make(chan struct{})
 	w.beforeWrite = func(string) error { <-release; return nil }
 	start := time.Now()
 	for i := range 10 {
-		w.Begin("rr_queue", i+1, nil).Whole(ClientRequest, Meta{}, []byte{byte('0' + i)})
+		begin(w, "rr_queue", i+1, nil).Whole(ClientRequest, Meta{}, []byte{byte('0' + i)})
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("submitting waited %v", d)
@@ -191,6 +192,9 @@ func TestQueueFullDropsWithoutWaiting(t *testing.T) {
 	if w.Disabled() {
 		t.Fatal("a full queue disabled the writer")
 	}
+	if logs.Len() != 1 || !strings.Contains(logs.All()[0].Message, "dropping") {
+		t.Fatalf("%d warnings about drops", logs.Len())
+	}
 }
 
 func TestSlowWriteDisablesOnce(t *testing.T) {
@@ -198,14 +202,14 @@ func TestSlowWriteDisablesOnce(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cap")
 	w := open(t, Options{Dir: dir, WriteTimeout: 20 * time.Millisecond, Logger: zap.New(core)})
 	w.beforeWrite = func(string) error { time.Sleep(60 * time.Millisecond); return nil }
-	w.Begin("rr_slow", 1, nil).Whole(ClientRequest, Meta{}, []byte("x"))
+	begin(w, "rr_slow", 1, nil).Whole(ClientRequest, Meta{}, []byte("x"))
 	for deadline := time.Now().Add(10 * time.Second); !w.Disabled() && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if w.Begin("rr_slow", 2, nil) != nil {
 		t.Fatal("a disabled writer began a request")
 	}
-	w.submit(job{rel: "x", data: []byte("x")})
+	w.submit(job{{rel: "x", data: []byte("x")}})
 	_ = w.Close(5 * time.Second)
 	if !w.Disabled() || logs.Len() != 1 {
 		t.Fatalf("disabled %v, %d warnings", w.Disabled(), logs.Len())
@@ -222,7 +226,7 @@ func TestFailingWriteWarnsSanitized(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.Begin("rr_fail", 1, nil).Whole(ClientRequest, Meta{}, []byte("x"))
+			begin(w, "rr_fail", 1, nil).Whole(ClientRequest, Meta{}, []byte("x"))
 		}()
 	}
 	wg.Wait()
@@ -267,7 +271,7 @@ func TestSymlinksRefused(t *testing.T) {
 	if err := os.Symlink(target, filepath.Join(dir2, IndexName(time.Now()))); err != nil {
 		t.Fatal(err)
 	}
-	w.Begin("rr_link", 1, nil).NoBody(UpstreamRequest, Meta{}, "")
+	begin(w, "rr_link", 1, nil).NoBody(UpstreamRequest, Meta{}, "")
 	_ = w.Close(5 * time.Second)
 	if _, err := os.Lstat(target); err == nil || !w.Disabled() {
 		t.Fatalf("the index link was followed (disabled %v)", w.Disabled())
@@ -278,7 +282,7 @@ func TestSymlinksRefused(t *testing.T) {
 	if err := os.Symlink(real, day); err != nil {
 		t.Fatal(err)
 	}
-	w.Begin("rr_link", 1, nil).Whole(UpstreamRequest, Meta{}, []byte("x"))
+	begin(w, "rr_link", 1, nil).Whole(UpstreamRequest, Meta{}, []byte("x"))
 	_ = w.Close(5 * time.Second)
 	if ents, _ := os.ReadDir(real); len(ents) != 0 || !w.Disabled() {
 		t.Fatalf("the day folder link was followed: %v", ents)
@@ -308,7 +312,7 @@ func TestReadArtifactRejects(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "cap")
 	w := open(t, Options{Dir: dir})
-	w.Begin("rr_big", 1, nil).Whole(ClientRequest, Meta{}, bytes.Repeat([]byte("z"), 200000))
+	begin(w, "rr_big", 1, nil).Whole(ClientRequest, Meta{}, bytes.Repeat([]byte("z"), 200000))
 	_ = w.Close(5 * time.Second)
 	l := lines(t, dir)[0]
 	raw, _ := os.ReadFile(filepath.Join(dir, l.Body.Path))
@@ -360,7 +364,7 @@ func TestReenable(t *testing.T) {
 		}
 		return nil
 	}
-	w.Begin("rr_re", 1, nil).NoBody(ClientRequest, Meta{}, "")
+	begin(w, "rr_re", 1, nil).NoBody(ClientRequest, Meta{}, "")
 	for deadline := time.Now().Add(10 * time.Second); !w.Disabled() && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -371,9 +375,45 @@ func TestReenable(t *testing.T) {
 	if !w.Reenable() || w.Disabled() {
 		t.Fatal("not re-enabled")
 	}
-	w.Begin("rr_re", 2, nil).NoBody(ClientRequest, Meta{}, "")
+	begin(w, "rr_re", 2, nil).NoBody(ClientRequest, Meta{}, "")
 	_ = w.Close(5 * time.Second)
 	if ls := lines(t, dir); len(ls) != 1 || ls[0].Attempt != 2 {
 		t.Fatalf("lines %+v", ls)
+	}
+}
+
+// begin starts a request whose phases are flushed as soon as they are
+// recorded (tests look at single phases).
+func begin(w *Writer, id string, attempt int, secrets []string) *flushing {
+	return &flushing{w.Begin(id, attempt, secrets)}
+}
+
+type flushing struct{ r *Request }
+
+func (f *flushing) Whole(p Phase, m Meta, body []byte)    { f.r.Whole(p, m, body); f.r.Flush() }
+func (f *flushing) NoBody(p Phase, m Meta, reason string) { f.r.NoBody(p, m, reason); f.r.Flush() }
+
+// TestTwoJobsPerRequest: a whole request costs two writes: the request
+// phases before the upstream call, the response phases at the end.
+func TestTwoJobsPerRequest(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	w := open(t, Options{Dir: dir})
+	r := w.Begin("rr_two", 1, nil)
+	r.Whole(ClientRequest, Meta{}, []byte("{}"))
+	r.Whole(UpstreamRequest, Meta{}, []byte("{}"))
+	r.Flush()
+	up := r.Start(UpstreamResponse, Meta{Header: http.Header{"Content-Type": {"text/event-stream"}}})
+	cl := r.Start(ClientResponse, Meta{Header: http.Header{"Content-Type": {"text/event-stream"}}})
+	for range 100 {
+		up.Write([]byte("data: {}\n\n"))
+		cl.Write([]byte("data: {}\n\n"))
+	}
+	r.Finish()
+	_ = w.Close(5 * time.Second)
+	if s := w.Stats(); s.Written != 2 || s.Dropped != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+	for _, l := range lines(t, dir) {
+		readArtifact(t, dir, l)
 	}
 }

@@ -28,12 +28,17 @@
 // Bodies are redacted with package redact (the relay's credentials and
 // credential-shaped tokens become [REDACTED], and the number of
 // replacements is recorded), stored up to MaxArtifactBytes each and then
-// cut with a truncation record. All file writes go through one worker per
-// directory with at most MaxOutstanding writes queued or running; a write
-// that finds the queue full is dropped (the phase is then recorded as
-// incomplete), never queued without bound and never retried. A write that
-// fails, or that takes longer than WriteTimeout, disables the writer with
-// one sanitized warning; requests go on uncaptured.
+// cut with a truncation record. Compression happens on the request's
+// goroutine; file writes go through one worker per directory, as writes
+// that each batch several appends (a request costs two: its request phases
+// before the upstream is called, its response phases when it ends, plus
+// one per 64 KiB of compressed stream in between). At most MaxOutstanding
+// writes are queued or running; a write that finds the queue full is
+// dropped (what it held is then missing or recorded as incomplete) with a
+// warning at most once a minute, never queued without bound and never
+// retried. A write that fails, or that takes longer than WriteTimeout,
+// disables the writer with one sanitized warning; requests go on
+// uncaptured until Reenable (a configuration reload).
 //
 // Folders are created 0700 and files 0600 whatever the umask; files are
 // opened with O_NOFOLLOW and artifacts with O_EXCL, and a symbolic link

@@ -56,6 +56,7 @@ type Request struct {
 	stream  bool
 	outcome string
 	open    []*Body
+	pending job // finished phases not yet handed to the writer
 }
 
 // Begin starts recording attempt of request id. secrets are values (the
@@ -91,6 +92,29 @@ func (r *Request) SetOutcome(reason string) {
 	r.mu.Unlock()
 }
 
+// Flush hands the phases finished so far to the writer, in one job. Call
+// it at a point where they should reach the disk before a long wait (the
+// relay does after recording the upstream request); Finish calls it too.
+func (r *Request) Flush() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	j := r.pending
+	r.pending = nil
+	r.mu.Unlock()
+	if len(j) > 0 {
+		r.w.submit(j)
+	}
+}
+
+// hold keeps appends for the next Flush.
+func (r *Request) hold(a ...fileAppend) {
+	r.mu.Lock()
+	r.pending = append(r.pending, a...)
+	r.mu.Unlock()
+}
+
 // Whole records a phase whose body is complete in memory.
 func (r *Request) Whole(phase Phase, m Meta, body []byte) {
 	if r == nil {
@@ -110,7 +134,7 @@ func (r *Request) NoBody(phase Phase, m Meta, reason string) {
 	begun := m.begun()
 	line := r.line(phase, m, begun)
 	line.Error = reason
-	r.submitLine(line, begun)
+	r.holdLine(line, begun)
 }
 
 // Start begins a phase whose body arrives in pieces (Body.Write). The body
@@ -157,20 +181,22 @@ func (r *Request) line(phase Phase, m Meta, begun time.Time) *IndexLine {
 	}
 }
 
-// submitLine appends an index line.
-func (r *Request) submitLine(line *IndexLine, begun time.Time) {
-	r.w.submit(r.lineJob(job{}, line, begun))
+// holdLine keeps an index line for the next Flush.
+func (r *Request) holdLine(line *IndexLine, begun time.Time) {
+	if a, ok := lineAppend(line, begun); ok {
+		r.hold(a)
+	}
 }
 
-// lineJob adds the encoded index line to j.
-func (r *Request) lineJob(j job, line *IndexLine, begun time.Time) job {
+// lineAppend encodes an index line, with its duration, as an append to
+// today's index file.
+func lineAppend(line *IndexLine, begun time.Time) (fileAppend, bool) {
 	line.DurationUs = time.Since(begun).Microseconds()
 	data, err := json.Marshal(line)
 	if err != nil {
-		return j
+		return fileAppend{}, false
 	}
-	j.index, j.line = IndexName(time.Now()), append(data, '\n')
-	return j
+	return fileAppend{rel: IndexName(time.Now()), data: append(data, '\n')}, true
 }
 
 // Finish closes every body still open, with the recorded outcome as its
@@ -190,6 +216,7 @@ func (r *Request) Finish() {
 	for _, b := range open {
 		b.Close(reason)
 	}
+	r.Flush()
 }
 
 // gzipPool recycles compressors: their state is far bigger than a frame.
@@ -261,7 +288,7 @@ func (b *Body) write(p []byte, whole bool) {
 		b.record(Record{Type: RecordTruncated, At: ref.Size})
 	}
 	if !whole && b.buf.Len() >= flushSize {
-		b.flush(nil)
+		b.flush()
 	}
 }
 
@@ -293,18 +320,14 @@ func (b *Body) record(rec Record) {
 	}
 }
 
-// flush hands the compressed bytes produced so far to the writer, with
-// the phase's index line when it is the last part.
-func (b *Body) flush(line *IndexLine) {
-	if b.lost != "" || (b.buf.Len() == 0 && line == nil) {
+// flush hands the compressed bytes produced so far to the writer.
+func (b *Body) flush() {
+	if b.lost != "" || b.buf.Len() == 0 {
 		return
 	}
-	j := job{rel: b.line.Body.Path, create: !b.submitted, data: bytes.Clone(b.buf.Bytes())}
+	a := fileAppend{rel: b.line.Body.Path, create: !b.submitted, data: bytes.Clone(b.buf.Bytes())}
 	b.buf.Reset()
-	if line != nil {
-		j = b.r.lineJob(j, line, b.begun)
-	}
-	if !b.r.w.submit(j) {
+	if !b.r.w.submit(job{a}) {
 		b.lost = "dropped"
 		if b.r.w.disabled.Load() {
 			b.lost = "disabled"
@@ -328,7 +351,7 @@ func (b *Body) Close(reason string) {
 	b.closed = true
 	ref := b.line.Body
 	b.line.Error = reason
-	written := false
+	var tail []fileAppend
 	if b.lost == "" {
 		ref.SHA256 = hex.EncodeToString(b.hash.Sum(nil))
 		b.record(Record{Type: RecordEnd, Size: ref.Size, Received: ref.Received, Frames: ref.Frames,
@@ -337,23 +360,23 @@ func (b *Body) Close(reason string) {
 			b.lost = "encode_failed"
 		}
 		if b.lost == "" {
-			// the artifact's last bytes and the index line: one job
-			b.flush(b.line)
-			written = b.lost == ""
+			tail = append(tail, fileAppend{rel: ref.Path, create: !b.submitted, data: bytes.Clone(b.buf.Bytes())})
+			b.buf.Reset()
 		}
 	}
 	if b.lost != "" {
+		// the artifact is incomplete: the index line still says so
 		ref.SHA256 = ""
 		ref.Incomplete = b.lost
+		tail = nil
 	}
 	gz := b.gz
 	b.gz = nil
-	line := b.line
+	if a, ok := lineAppend(b.line, b.begun); ok {
+		tail = append(tail, a)
+	}
 	b.mu.Unlock()
 	gz.Reset(nil)
 	gzipPool.Put(gz)
-	if !written {
-		// the artifact is incomplete: the index line still says so
-		b.r.submitLine(line, b.begun)
-	}
+	b.r.hold(tail...)
 }

@@ -43,18 +43,19 @@ type Stats struct {
 	Disabled bool
 }
 
-// job is one unit of file writing: data appended to the artifact at rel
-// (relative, slash-separated; it must not exist yet when create is set),
-// then line appended to the index file named index. Either part may be
-// empty. Ending a phase is one job, so that a request costs about one job
-// per phase.
-type job struct {
-	rel    string
-	create bool
+// fileAppend is one append to a file of the capture directory.
+type fileAppend struct {
+	rel    string // relative, slash-separated
+	create bool   // the file must not exist yet (artifacts)
 	data   []byte
-	index  string
-	line   []byte
 }
+
+// job is one batch of appends, done in order by the worker; it counts as
+// one write against MaxOutstanding. A request hands its finished phases
+// over in as few jobs as it can: the two request phases together before
+// the upstream is called, the two response phases together when the
+// request ends, plus one job per 64 KiB of compressed stream in between.
+type job []fileAppend
 
 // Writer writes captures under one directory through one worker goroutine.
 // It is safe for concurrent use and meant to be shared by every handler
@@ -74,6 +75,7 @@ type Writer struct {
 	forgetDirs  atomic.Bool // the worker must re-check folders (after Reenable)
 	written     atomic.Int64
 	dropped     atomic.Int64
+	dropWarned  atomic.Int64 // unix nanoseconds of the last warning about drops
 
 	mu     sync.RWMutex // guards closed against sends on jobs
 	closed bool
@@ -165,6 +167,7 @@ func (w *Writer) submit(j job) bool {
 	if w.outstanding.Add(1) > w.max {
 		w.outstanding.Add(-1)
 		w.dropped.Add(1)
+		w.warnDrops()
 		return false
 	}
 	select {
@@ -204,21 +207,18 @@ func (w *Writer) work() {
 
 // write performs one job.
 func (w *Writer) write(j job) error {
-	if w.beforeWrite != nil {
-		if err := w.beforeWrite(j.rel); err != nil {
+	if w.beforeWrite != nil && len(j) > 0 {
+		if err := w.beforeWrite(j[0].rel); err != nil {
 			return err
 		}
 	}
 	if w.forgetDirs.Swap(false) {
 		clear(w.dirsMade)
 	}
-	if j.rel != "" {
-		if err := w.appendFile(j.rel, j.create, j.data); err != nil {
+	for _, a := range j {
+		if err := w.appendFile(a.rel, a.create, a.data); err != nil {
 			return err
 		}
-	}
-	if j.index != "" {
-		return w.appendFile(j.index, false, j.line)
 	}
 	return nil
 }
@@ -254,6 +254,20 @@ func (w *Writer) disable(err error) {
 			zap.String("capture_dir", sanitize(w.dir)),
 			zap.String("error", sanitize(redact.Error(err))))
 	}
+}
+
+// dropWarnEvery is the least time between two warnings about drops.
+const dropWarnEvery = time.Minute
+
+// warnDrops logs, at most once a minute, that writes are being dropped.
+func (w *Writer) warnDrops() {
+	now := time.Now().UnixNano()
+	last := w.dropWarned.Load()
+	if now-last < int64(dropWarnEvery) || !w.dropWarned.CompareAndSwap(last, now) {
+		return
+	}
+	w.logger.Warn("body capture is dropping writes: the capture directory is not keeping up; the requests are unaffected",
+		zap.String("capture_dir", sanitize(w.dir)), zap.Int64("dropped_total", w.dropped.Load()))
 }
 
 // Reenable turns a disabled writer back on (a configuration reload does
