@@ -127,6 +127,8 @@ func (rq *request) captureUpstreamRequest(body []byte, stream bool, extra http.H
 	rq.cap.Whole(capture.UpstreamRequest, capture.Meta{
 		Method: http.MethodPost, URL: rq.h.upstream.Endpoint("responses"), Header: hdr,
 	}, body)
+	// both request phases reach the disk before the (possibly long) call
+	rq.cap.Flush()
 }
 
 // captureUpstreamResponse starts recording the upstream's answer; the
