@@ -73,8 +73,9 @@ func captureClient(r *relay) openai.Client {
 func waitCaptured(t *testing.T, dir, id string) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
+	var phases map[string]bool
 	for time.Now().Before(deadline) {
-		phases := map[string]bool{}
+		phases = map[string]bool{}
 		names, _ := filepath.Glob(filepath.Join(dir, "relay-capture-*.jsonl"))
 		for _, n := range names {
 			f, err := os.Open(n)
@@ -96,7 +97,7 @@ func waitCaptured(t *testing.T, dir, id string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("request %s was not captured in four phases", id)
+	t.Fatalf("request %s was not captured in four phases; found %v", id, phases)
 }
 
 // cli runs the Caddy binary with args and extra environment variables.
@@ -374,3 +375,75 @@ func anyStrings(v any) []string {
 }
 
 func isTrue(p *bool) bool { return p != nil && *p }
+
+// TestCaptureResponsesRouteAndReload: POST /responses is captured too, and
+// a stream that is still running when Caddy reloads (with the same capture
+// directory) is captured completely through the shared writer.
+func TestCaptureResponsesRouteAndReload(t *testing.T) {
+	capDir := filepath.Join(t.TempDir(), "captures")
+	extra := "log_bodies " + capDir
+	r := startRelay(t, extra)
+
+	body := `{"model":"gpt-5.2","stream":true,"store":false,"include":["reasoning.encrypted_content"],` +
+		`"input":[{"type":"message","role":"user","content":"capture-reload [[slow:150ms]]"}]}`
+	req, _ := http.NewRequestWithContext(ctx(t), http.MethodPost, r.caddy.BaseURL+"/v1/responses", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+relayToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.Header.Get("X-Relay-Request-Id")
+	site := strings.ReplaceAll(fmt.Sprintf(siteConfig, extra+"\n\tsse_keepalive 50ms"), "{UPSTREAM}", r.up.URL)
+	if err := r.caddy.Reload(relaytest.Options{Site: site, LogLevel: "DEBUG",
+		Env: []string{"RT_UPSTREAM_KEY=" + upstreamKey, "RT_TOKEN=" + relayToken}}); err != nil {
+		t.Fatal(err)
+	}
+	streamed, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || !strings.Contains(string(streamed), "response.completed") {
+		t.Fatalf("stream across the reload: %v\n%s", err, streamed)
+	}
+	waitCaptured(t, capDir, id)
+	bundle, summary := export(t, nil, capDir, id, filepath.Join(t.TempDir(), "b.json"))
+	if summary["replayable"] != true {
+		t.Fatalf("summary %v", summary)
+	}
+	if !bytes.Contains(bundle, []byte(`capture-reload`)) {
+		t.Fatal("the bundle lacks the request body")
+	}
+	if strings.Contains(r.caddy.Logs(), "body capture disabled") {
+		t.Fatal("capture disabled itself")
+	}
+	sweep(t, "caddy logs", []byte(r.caddy.Logs()))
+}
+
+// TestCaptureUnreachableUpstream: a request whose upstream cannot be
+// reached is captured without an upstream body, and its bundle says so.
+func TestCaptureUnreachableUpstream(t *testing.T) {
+	capDir := filepath.Join(t.TempDir(), "captures")
+	dead := fmt.Sprintf("http://127.0.0.1:%d", relaytest.FreePort(t))
+	site := strings.ReplaceAll(fmt.Sprintf(siteConfig, "log_bodies "+capDir), "{UPSTREAM}", dead)
+	c := relaytest.Start(t, relaytest.Options{Site: site, LogLevel: "DEBUG",
+		Env: []string{"RT_UPSTREAM_KEY=" + upstreamKey, "RT_TOKEN=" + relayToken}})
+	cl := openai.NewClient(option.WithBaseURL(c.BaseURL+"/v1/"), option.WithAPIKey(relayToken), option.WithMaxRetries(0),
+		option.WithHeader("Cookie", captureCanaries["Cookie"]), option.WithQuery("api_key", queryCanaries["api_key"]))
+	var resp *http.Response
+	_, err := cl.Chat.Completions.New(ctx(t), openai.ChatCompletionNewParams{
+		Model: "cursor-fast", Messages: []openai.ChatCompletionMessageParamUnion{userMsg("capture-dead")},
+	}, option.WithResponseInto(&resp))
+	if err == nil || resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("err %v", err)
+	}
+	id := resp.Header.Get("X-Relay-Request-Id")
+	waitCaptured(t, capDir, id)
+	data, summary := export(t, nil, capDir, id, filepath.Join(t.TempDir(), "b.json"))
+	if summary["replayable"] != false || !slices.Contains(anyStrings(summary["blockers"]), "missing_body:upstream_response") {
+		t.Fatalf("summary %v", summary)
+	}
+	if !bytes.Contains(data, []byte(`"error": "no_response"`)) {
+		t.Fatalf("bundle:\n%s", data)
+	}
+	sweep(t, "bundle", data)
+	sweep(t, "caddy logs", []byte(c.Logs()))
+}
