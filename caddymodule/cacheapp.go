@@ -71,6 +71,40 @@ type CacheApp struct {
 	// false.
 	Enabled bool `json:"enabled,omitempty"`
 
+	// MemoryBudget bounds the memory the cache may use for preparing,
+	// replaying and capturing requests, in bytes. A configuration whose
+	// budget cannot hold the shared preparation allowance (hot cache,
+	// canonicalization scratch and replay ceiling) plus 64 KiB fails at
+	// startup. Default: 128 MiB.
+	MemoryBudget int64 `json:"memory_budget,omitempty"`
+
+	// MaxConcurrent is how many requests may use the full cache (replay
+	// and capture) at once; the others are relayed without it. Default: 10.
+	MaxConcurrent int `json:"max_concurrent,omitempty"`
+
+	// EntryAllowance is the per-request allowance for one captured output
+	// block, in bytes. Default: 4 MiB.
+	EntryAllowance int64 `json:"entry_allowance,omitempty"`
+
+	// ReplayCeiling bounds the original output replayed into one request,
+	// in bytes. Default: 16 MiB.
+	ReplayCeiling int64 `json:"replay_ceiling,omitempty"`
+
+	// MaxPlanRecords bounds how many earlier turns one request may replay.
+	// Default: 256.
+	MaxPlanRecords int `json:"max_plan_records,omitempty"`
+
+	// GenerationTimeout is how long an unresolved upstream generation may
+	// stay inactive before the cache gives up on it and refuses to replay
+	// anything from its position. Default: 15m.
+	GenerationTimeout caddy.Duration `json:"generation_timeout,omitempty"`
+
+	// ReplayRetry resends a request once without replayed reasoning when
+	// the upstream rejects it (400 invalid_encrypted_content or 404 item
+	// not found) before anything reached the client, after recording a
+	// conflict for exactly the replayed turns. Default: true.
+	ReplayRetry *bool `json:"replay_retry,omitempty"`
+
 	ctx    caddy.Context
 	logger *zap.Logger
 	key    string       // cleaned absolute database path; the pool key

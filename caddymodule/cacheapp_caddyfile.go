@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -19,8 +20,15 @@ func init() {
 //
 //	{
 //		reasoning_cache {
-//			database  <path>      # default ./data/reasoning-cache.sqlite
-//			enabled   <bool>      # true|false (also 1/0, on/off, yes/no); default false
+//			database           <path>      # default ./data/reasoning-cache.sqlite
+//			enabled            <bool>      # true|false (also 1/0, on/off, yes/no); default false
+//			memory_budget      <size>      # default 128MiB
+//			max_concurrent     <n>         # full-cache sessions at once; default 10
+//			entry_allowance    <size>      # default 4MiB
+//			replay_ceiling     <size>      # replayed output per request; default 16MiB
+//			max_plan_records   <n>         # default 256
+//			generation_timeout <duration>  # default 15m of inactivity
+//			replay_retry       <bool>      # default on
 //		}
 //	}
 //
@@ -67,11 +75,59 @@ func parseCacheAppOption(d *caddyfile.Dispenser, existingVal any) (any, error) {
 			if d.NextArg() {
 				return nil, d.ArgErr()
 			}
+		case "memory_budget":
+			if err := sizeArg(d, &app.MemoryBudget); err != nil {
+				return nil, err
+			}
+		case "entry_allowance":
+			if err := sizeArg(d, &app.EntryAllowance); err != nil {
+				return nil, err
+			}
+		case "replay_ceiling":
+			if err := sizeArg(d, &app.ReplayCeiling); err != nil {
+				return nil, err
+			}
+		case "max_concurrent":
+			if err := intArg(d, &app.MaxConcurrent); err != nil {
+				return nil, err
+			}
+		case "max_plan_records":
+			if err := intArg(d, &app.MaxPlanRecords); err != nil {
+				return nil, err
+			}
+		case "generation_timeout":
+			if err := durationArg(d, &app.GenerationTimeout); err != nil {
+				return nil, err
+			}
+		case "replay_retry":
+			var v string
+			if err := oneArg(d, &v); err != nil {
+				return nil, err
+			}
+			b, err := parseCaddyBool(v)
+			if err != nil {
+				return nil, d.Errf("reasoning_cache: replay_retry: %v", err)
+			}
+			app.ReplayRetry = &b
 		default:
-			return nil, d.Errf("reasoning_cache: unrecognized option %q (expected database or enabled)", d.Val())
+			return nil, d.Errf("reasoning_cache: unrecognized option %q", d.Val())
 		}
 	}
 	return httpcaddyfile.App{Name: "reasoning_cache", Value: caddyconfig.JSON(app, nil)}, nil
+}
+
+// intArg parses one positive integer argument.
+func intArg(d *caddyfile.Dispenser, dst *int) error {
+	var v string
+	if err := oneArg(d, &v); err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return d.Errf("'%s' is not a positive integer", v)
+	}
+	*dst = n
+	return nil
 }
 
 // parseCaddyBool accepts true/false, 1/0, on/off and yes/no, in any case.

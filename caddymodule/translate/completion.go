@@ -33,6 +33,11 @@ type Completion struct {
 	FinishReason string
 	// Sent is what the client received.
 	Sent Sent
+	// Status is the response status (completed or incomplete).
+	Status string
+	// Snapshot is the model named by the response (the snapshot that
+	// produced the output).
+	Snapshot string
 }
 
 // ChatCompletion converts a non-streaming Responses JSON body into a
@@ -105,6 +110,7 @@ func ConvertCompletion(body []byte, opts ChatOptions) (*Completion, *apierr.Erro
 		reason = r.IncompleteDetails.Reason
 	}
 	c.FinishReason = finishReason(r.Status, reason, len(c.Sent.ToolCalls) > 0)
+	c.Status, c.Snapshot = r.Status, r.Model
 
 	created, model := opts.Created, opts.Model
 	if r.CreatedAt > 0 && r.CreatedAt < 1e15 {

@@ -41,6 +41,8 @@ type Stream struct {
 	responseID string
 	output     []json.RawMessage // terminal output, when given
 	haveOutput bool
+	status     string // terminal status: completed, incomplete, failed
+	snapshot   string // the terminal response's model
 }
 
 // itemState tracks one upstream output item.
@@ -500,6 +502,7 @@ func (s *Stream) completed(dst []byte, ev *streamEvent) ([]byte, error) {
 	}
 	s.finish = finishReason(status, reason, len(s.calls) > 0)
 	s.usage = r.Usage
+	s.status, s.snapshot = status, r.Model
 	s.terminal = true
 	return dst, nil
 }
@@ -577,6 +580,38 @@ func (s *Stream) Output() []json.RawMessage {
 	out := make([]json.RawMessage, len(done))
 	for i, it := range done {
 		out[i] = it.done
+	}
+	return out
+}
+
+// Status returns the terminal response's status (completed, incomplete,
+// failed), empty before a terminal response event.
+func (s *Stream) Status() string { return s.status }
+
+// Snapshot returns the model named by the terminal response (the model
+// snapshot that produced the output), empty when unknown.
+func (s *Stream) Snapshot() string { return s.snapshot }
+
+// DoneItems returns the output_item.done copies indexed by output_index
+// (nil where no done event arrived for an index). Indexes beyond the
+// number of items seen are dropped, so a hostile index cannot make it
+// allocate.
+func (s *Stream) DoneItems() []json.RawMessage {
+	limit := len(s.items) + len(s.output)
+	n := 0
+	for _, it := range s.items {
+		if it.done != nil && it.outputIndex < limit && it.outputIndex+1 > n {
+			n = it.outputIndex + 1
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]json.RawMessage, n)
+	for _, it := range s.items {
+		if it.done != nil && it.outputIndex >= 0 && it.outputIndex < n {
+			out[it.outputIndex] = it.done
+		}
 	}
 	return out
 }

@@ -350,3 +350,28 @@ func TestStreamOutputItems(t *testing.T) {
 		t.Errorf("terminal output %s", out)
 	}
 }
+
+func TestStreamTerminalAccessors(t *testing.T) {
+	s := NewStream(ChatOptions{ID: "chatcmpl-x", Model: "m"})
+	events := []string{
+		`{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","created_at":1,"model":"gpt-5.2","status":"in_progress","output":[]}}`,
+		`{"type":"response.output_item.done","sequence_number":1,"output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[],"encrypted_content":"gAAAAB-done"}}`,
+		`{"type":"response.output_item.done","sequence_number":2,"output_index":999999999,"item":{"id":"rs_2","type":"reasoning","summary":[]}}`,
+		`{"type":"response.completed","sequence_number":3,"response":{"id":"resp_1","model":"gpt-5.2-2025-12-11","status":"completed","output":[{"id":"rs_1","type":"reasoning","summary":[],"encrypted_content":"gAAAAB-final"}]}}`,
+	}
+	for _, ev := range events {
+		if _, _, err := s.Event(nil, "", []byte(ev)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Status() != "completed" || s.Snapshot() != "gpt-5.2-2025-12-11" {
+		t.Fatalf("status %q snapshot %q", s.Status(), s.Snapshot())
+	}
+	done := s.DoneItems()
+	if len(done) != 1 || !strings.Contains(string(done[0]), "gAAAAB-done") {
+		t.Fatalf("done items %q", done)
+	}
+	if out := s.Output(); len(out) != 1 || !strings.Contains(string(out[0]), "gAAAAB-final") {
+		t.Fatalf("output %q", out)
+	}
+}
