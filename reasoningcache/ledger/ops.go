@@ -141,6 +141,67 @@ func (s *Store) ResolveIntent(ctx context.Context, intentID int64) error {
 	})
 }
 
+// PoisonIntent ends an intent whose outcome is unknown (an interrupted
+// stream, a capture that could not be checked): in one commit it writes
+// start-poison markers for its positions (its start, and its end digest
+// once it reached delivery), the same as startup recovery does, and
+// removes it. reason is a fixed code of at most 64 bytes. Poisoning an
+// intent that no longer exists fails with reason intent_missing.
+func (s *Store) PoisonIntent(ctx context.Context, intentID int64, reason string) error {
+	const op = "poison_intent"
+	if reason == "" || len(reason) > 64 {
+		return invalid(op, ReasonInvalidArgument, "reason code must be 1 to 64 bytes")
+	}
+	return s.submit(ctx, op, false, func(w *wtx) error {
+		if _, err := w.intent(op, intentID); err != nil {
+			return err
+		}
+		return w.poisonIntents(`intent_id = ?`, reason, intentID)
+	})
+}
+
+// ExpireIntents poisons and removes, as PoisonIntent does, every intent
+// not updated since before (an abandoned generation), and returns how
+// many it removed.
+func (s *Store) ExpireIntents(ctx context.Context, before time.Time, reason string) (int, error) {
+	const op = "expire_intents"
+	if reason == "" || len(reason) > 64 {
+		return 0, invalid(op, ReasonInvalidArgument, "reason code must be 1 to 64 bytes")
+	}
+	var n int
+	err := s.submit(ctx, op, false, func(w *wtx) error {
+		var err error
+		if err = w.QueryRowContext(w.ctx, `SELECT count(*) FROM intents WHERE updated_at < ?`, before.UnixMilli()).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		return w.poisonIntents(`updated_at < ?`, reason, before.UnixMilli())
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// poisonIntents marks every position of the intents matching where and
+// deletes them.
+func (w *wtx) poisonIntents(where, reason string, arg any) error {
+	if _, err := w.ExecContext(w.ctx, `
+		INSERT INTO markers (scope_id, kind, digest, reason, intent_id, created_at)
+		SELECT scope_id, 'start_poison', start_digest, ?, intent_id, ? FROM intents WHERE `+where+`
+		UNION ALL
+		SELECT scope_id, 'start_poison', end_digest, ?, intent_id, ? FROM intents WHERE end_digest != '' AND `+where+`
+		ON CONFLICT (scope_id, digest, kind) DO NOTHING`, reason, w.nowMs(), arg, reason, w.nowMs(), arg); err != nil {
+		return fmt.Errorf("poison intents: %w", err)
+	}
+	if _, err := w.ExecContext(w.ctx, `DELETE FROM intents WHERE `+where, arg); err != nil {
+		return fmt.Errorf("remove intents: %w", err)
+	}
+	return nil
+}
+
 // Outcome says what CommitObservation did.
 type Outcome string
 
@@ -169,6 +230,10 @@ type CommitObservationRequest struct {
 	PayloadFP  string // fingerprint of the original output
 	OutputHash string // exact hash of the output as sent to the client
 	Replayable bool
+	// ModelSnapshot is the model snapshot the upstream reported for this
+	// output ("" when unknown). A non-empty value is recorded on the
+	// observation and marks the snapshot as seen by the scope now.
+	ModelSnapshot string
 	// Payload is the original output JSON; nil when not admitted.
 	Payload json.RawMessage
 	// MoveToDelivery also moves the intent to the delivery phase, in the
@@ -195,6 +260,9 @@ func (s *Store) CommitObservation(ctx context.Context, req CommitObservationRequ
 		if err := checkDigest(op, f.n, f.v); err != nil {
 			return res, err
 		}
+	}
+	if len(req.ModelSnapshot) > 256 {
+		return res, invalid(op, ReasonInvalidArgument, "model snapshot longer than 256 bytes")
 	}
 	if req.Payload != nil {
 		if int64(len(req.Payload)) > s.opts.MaxPayloadBytes {
@@ -228,6 +296,18 @@ func (s *Store) CommitObservation(ctx context.Context, req CommitObservationRequ
 
 func (w *wtx) commitObservation(in intentRow, req CommitObservationRequest) (CommitResult, error) {
 	var res CommitResult
+	if req.ModelSnapshot != "" {
+		// Every observation, whatever its outcome, shows the snapshot is
+		// still served for this scope.
+		if _, err := w.ExecContext(w.ctx, `
+			INSERT INTO scope_snapshots (scope_id, snapshot, last_seen_at, last_seq)
+			VALUES (?, ?, ?, (SELECT coalesce(max(last_seq), 0) + 1 FROM scope_snapshots WHERE scope_id = ?))
+			ON CONFLICT (scope_id, snapshot) DO UPDATE SET last_seen_at = max(last_seen_at, excluded.last_seen_at),
+				last_seq = excluded.last_seq`,
+			in.ScopeID, req.ModelSnapshot, w.nowMs(), in.ScopeID); err != nil {
+			return res, fmt.Errorf("record snapshot: %w", err)
+		}
+	}
 	if conflicted, err := w.hasMarker(in.ScopeID, MarkerEndConflict, req.EndDigest); err != nil {
 		return res, err
 	} else if conflicted {
@@ -283,10 +363,11 @@ func (w *wtx) commitObservation(in intentRow, req CommitObservationRequest) (Com
 	}
 	r, err := w.ExecContext(w.ctx, `
 		INSERT INTO observations (scope_id, generation, start_digest, end_digest, envelope_fp, payload_fp,
-			output_hash, prior_plan, plan_count, intent_id, snapshot, replayable, payload_id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			output_hash, prior_plan, plan_count, intent_id, snapshot, replayable, payload_id, created_at, model_snapshot)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		in.ScopeID, in.Generation, in.StartDigest, req.EndDigest, req.EnvelopeFP, req.PayloadFP,
-		req.OutputHash, in.PlanJSON, in.PlanCount, in.ID, snapshot, req.Replayable && payloadID.Valid, payloadID, w.nowMs())
+		req.OutputHash, in.PlanJSON, in.PlanCount, in.ID, snapshot, req.Replayable && payloadID.Valid, payloadID, w.nowMs(),
+		req.ModelSnapshot)
 	if err != nil {
 		return res, fmt.Errorf("store observation: %w", err)
 	}
@@ -461,14 +542,15 @@ func (w *wtx) hasMarker(scopeID, kind, digest string) (bool, error) {
 
 func (w *wtx) checkStep(op, scopeID string, gen int64, i int, st PlanStep) error {
 	var (
-		obsScope, end string
-		obsGen        int64
-		replayable    bool
-		payload       sql.NullInt64
+		obsScope, start, end string
+		obsGen, producer     int64
+		replayable           bool
+		payload              sql.NullInt64
 	)
 	err := w.QueryRowContext(w.ctx, `
-		SELECT scope_id, generation, end_digest, replayable, payload_id FROM observations WHERE observation_id = ?`,
-		st.ObservationID).Scan(&obsScope, &obsGen, &end, &replayable, &payload)
+		SELECT scope_id, generation, start_digest, end_digest, intent_id, replayable, payload_id
+		FROM observations WHERE observation_id = ?`,
+		st.ObservationID).Scan(&obsScope, &obsGen, &start, &end, &producer, &replayable, &payload)
 	if errors.Is(err, sql.ErrNoRows) {
 		return invalid(op, ReasonMissingAncestor, "step %d: observation %d", i, st.ObservationID)
 	}
@@ -489,6 +571,23 @@ func (w *wtx) checkStep(op, scopeID string, gen int64, i int, st PlanStep) error
 		return err
 	} else if conflicted {
 		return invalid(op, ReasonEndConflict, "step %d: end %.12s", i, end)
+	}
+	if poisoned, err := w.hasMarker(scopeID, MarkerStartPoison, start); err != nil {
+		return err
+	} else if poisoned {
+		return invalid(op, ReasonStartPoisoned, "step %d: start %.12s", i, start)
+	}
+	// Another generation from the same start may still produce a
+	// different output for this visible position; only the step's own
+	// producing intent (still finishing its delivery) is allowed.
+	var n int
+	if err := w.QueryRowContext(w.ctx,
+		`SELECT count(*) FROM intents WHERE scope_id = ? AND start_digest = ? AND intent_id != ?`,
+		scopeID, start, producer).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return invalid(op, ReasonCompetingIntent, "step %d: %d unresolved at start %.12s", i, n, start)
 	}
 	return nil
 }

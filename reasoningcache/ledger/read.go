@@ -20,7 +20,7 @@ func (s *Store) Candidates(ctx context.Context, scopeID, endDigest string) ([]Ob
 		SELECT o.observation_id, o.scope_id, o.generation, o.start_digest, o.end_digest, o.envelope_fp,
 			o.payload_fp, o.output_hash, o.plan_count, length(o.prior_plan),
 			CASE WHEN length(o.prior_plan) <= ? AND o.plan_count <= ? THEN o.prior_plan END,
-			o.intent_id, o.snapshot, o.replayable, o.payload_id, o.created_at, o.row_version
+			o.intent_id, o.snapshot, o.replayable, o.payload_id, o.created_at, o.row_version, o.model_snapshot
 		FROM observations o JOIN scopes sc ON sc.scope_id = o.scope_id AND sc.generation = o.generation
 		WHERE o.scope_id = ? AND o.end_digest = ?
 		ORDER BY o.observation_id DESC LIMIT ?`,
@@ -40,7 +40,7 @@ func (s *Store) Candidates(ctx context.Context, scopeID, endDigest string) ([]Ob
 		)
 		if err := rows.Scan(&o.ID, &o.ScopeID, &o.Generation, &o.StartDigest, &o.EndDigest, &o.EnvelopeFP,
 			&o.PayloadFP, &o.OutputHash, &count, &n, &plan, &o.IntentID, &o.Snapshot, &o.Replayable,
-			&payload, &createdAtM, &o.RowVersion); err != nil {
+			&payload, &createdAtM, &o.RowVersion, &o.ModelSnapshot); err != nil {
 			return nil, fmt.Errorf("ledger: candidates: %w", err)
 		}
 		if !plan.Valid {

@@ -110,6 +110,24 @@ var migrations = []migration{
 			`CREATE INDEX dependencies_ancestor ON dependencies (ancestor_id)`,
 		},
 	},
+	{
+		// The planner accepts a replay only under a model snapshot the
+		// scope still sees: each observation records the snapshot string
+		// the upstream reported, and each scope when and in which order it
+		// last saw each snapshot.
+		name: "model snapshots",
+		stmts: []string{
+			`ALTER TABLE observations ADD COLUMN model_snapshot TEXT NOT NULL DEFAULT ''`,
+			`CREATE TABLE scope_snapshots (
+				scope_id     TEXT    NOT NULL REFERENCES scopes (scope_id) ON DELETE CASCADE,
+				snapshot     TEXT    NOT NULL CHECK (length(snapshot) BETWEEN 1 AND 256),
+				last_seen_at INTEGER NOT NULL,
+				last_seq     INTEGER NOT NULL,
+				PRIMARY KEY (scope_id, snapshot)
+			) STRICT`,
+			`CREATE INDEX intents_updated ON intents (updated_at)`,
+		},
+	},
 }
 
 // formatVersion is the schema version this build writes.

@@ -73,10 +73,14 @@ type Observation struct {
 	PriorPlan   []PlanStep
 	IntentID    int64 // producing intent (kept after the intent is gone)
 	Snapshot    int64
-	Replayable  bool
-	PayloadID   int64 // 0 when no payload was admitted
-	CreatedAt   time.Time
-	RowVersion  int64
+	// ModelSnapshot is the model snapshot the upstream reported for the
+	// output (e.g. "gpt-5.2-2025-12-11"); "" for rows from before it was
+	// recorded.
+	ModelSnapshot string
+	Replayable    bool
+	PayloadID     int64 // 0 when no payload was admitted
+	CreatedAt     time.Time
+	RowVersion    int64
 }
 
 // Payload is an admitted original output.
@@ -111,4 +115,13 @@ type Intent struct {
 	Plan          []PlanStep
 	Deadline      time.Time
 	CreatedAt     time.Time
+}
+
+// SnapshotSeen is one model snapshot a scope has observed.
+type SnapshotSeen struct {
+	Snapshot string
+	// LastSeen is when an observation last reported it.
+	LastSeen time.Time
+	// Seq orders the snapshots of one scope: the highest was seen last.
+	Seq int64
 }

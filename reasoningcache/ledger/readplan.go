@@ -1,0 +1,184 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// maxBulk bounds the keys of one bulk read (a plan is at most
+// Options.MaxPlanSteps steps; the planner asks for two digests per step).
+const maxBulk = 4096
+
+// jsonKeys encodes keys as the JSON array the bulk reads unpack with
+// json_each, so that one statement serves any number of keys.
+func jsonKeys[T any](op string, keys []T) (string, error) {
+	if len(keys) > maxBulk {
+		return "", invalid(op, ReasonInvalidArgument, "%d keys, limit %d", len(keys), maxBulk)
+	}
+	b, err := json.Marshal(keys)
+	if err != nil {
+		return "", fmt.Errorf("ledger: %s: encode keys: %w", op, err)
+	}
+	return string(b), nil
+}
+
+// Observations returns the observations of scopeID with the given ids, in
+// id order, of any generation (the caller compares Generation). Unknown
+// ids and ids of other scopes are left out. Prior plans are not loaded:
+// PriorPlan is nil.
+func (s *Store) Observations(ctx context.Context, scopeID string, ids []int64) ([]Observation, error) {
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	keys, err := jsonKeys("observations", ids)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT observation_id, scope_id, generation, start_digest, end_digest, envelope_fp, payload_fp,
+			output_hash, intent_id, snapshot, replayable, payload_id, created_at, row_version, model_snapshot
+		FROM observations
+		WHERE scope_id = ? AND observation_id IN (SELECT value FROM json_each(?))
+		ORDER BY observation_id`, scopeID, keys)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: observations: %w", err)
+	}
+	defer rows.Close()
+	var out []Observation
+	for rows.Next() {
+		var (
+			o       Observation
+			payload sql.NullInt64
+			created int64
+		)
+		if err := rows.Scan(&o.ID, &o.ScopeID, &o.Generation, &o.StartDigest, &o.EndDigest, &o.EnvelopeFP,
+			&o.PayloadFP, &o.OutputHash, &o.IntentID, &o.Snapshot, &o.Replayable, &payload, &created,
+			&o.RowVersion, &o.ModelSnapshot); err != nil {
+			return nil, fmt.Errorf("ledger: observations: %w", err)
+		}
+		o.PayloadID = payload.Int64
+		o.CreatedAt = time.UnixMilli(created)
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger: observations: %w", err)
+	}
+	return out, nil
+}
+
+// MarkersAt returns the markers (of either kind) of scopeID at any of the
+// given digests.
+func (s *Store) MarkersAt(ctx context.Context, scopeID string, digests []string) ([]Marker, error) {
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	if len(digests) == 0 {
+		return nil, nil
+	}
+	keys, err := jsonKeys("markers", digests)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT scope_id, kind, digest, reason, intent_id FROM markers
+		WHERE scope_id = ? AND digest IN (SELECT value FROM json_each(?)) ORDER BY digest, kind`, scopeID, keys)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: markers: %w", err)
+	}
+	defer rows.Close()
+	var out []Marker
+	for rows.Next() {
+		var m Marker
+		if err := rows.Scan(&m.ScopeID, &m.Kind, &m.Digest, &m.Reason, &m.IntentID); err != nil {
+			return nil, fmt.Errorf("ledger: markers: %w", err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger: markers: %w", err)
+	}
+	return out, nil
+}
+
+// IntentsAt returns the unresolved intents of scopeID that start at any of
+// the given digests, oldest first. Plans are not loaded: Plan is nil.
+func (s *Store) IntentsAt(ctx context.Context, scopeID string, startDigests []string) ([]Intent, error) {
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	if len(startDigests) == 0 {
+		return nil, nil
+	}
+	keys, err := jsonKeys("intents", startDigests)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT intent_id, scope_id, generation, phase, start_digest, start_position, end_digest, deadline_at, created_at
+		FROM intents WHERE scope_id = ? AND start_digest IN (SELECT value FROM json_each(?))
+		ORDER BY intent_id`, scopeID, keys)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: intents: %w", err)
+	}
+	defer rows.Close()
+	var out []Intent
+	for rows.Next() {
+		var (
+			in          Intent
+			dl, created int64
+		)
+		if err := rows.Scan(&in.ID, &in.ScopeID, &in.Generation, &in.Phase, &in.StartDigest, &in.StartPosition,
+			&in.EndDigest, &dl, &created); err != nil {
+			return nil, fmt.Errorf("ledger: intents: %w", err)
+		}
+		if dl != 0 {
+			in.Deadline = time.UnixMilli(dl)
+		}
+		in.CreatedAt = time.UnixMilli(created)
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger: intents: %w", err)
+	}
+	return out, nil
+}
+
+// maxSnapshots bounds how many snapshots Snapshots returns.
+const maxSnapshots = 64
+
+// Snapshots returns the model snapshots scopeID has observed, the most
+// recently observed first (at most 64).
+func (s *Store) Snapshots(ctx context.Context, scopeID string) ([]SnapshotSeen, error) {
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT snapshot, last_seen_at, last_seq FROM scope_snapshots WHERE scope_id = ?
+		ORDER BY last_seq DESC LIMIT ?`, scopeID, maxSnapshots)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: snapshots: %w", err)
+	}
+	defer rows.Close()
+	var out []SnapshotSeen
+	for rows.Next() {
+		var (
+			sn   SnapshotSeen
+			seen int64
+		)
+		if err := rows.Scan(&sn.Snapshot, &seen, &sn.Seq); err != nil {
+			return nil, fmt.Errorf("ledger: snapshots: %w", err)
+		}
+		sn.LastSeen = time.UnixMilli(seen)
+		out = append(out, sn)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger: snapshots: %w", err)
+	}
+	return out, nil
+}
