@@ -87,6 +87,18 @@ func (r *Request) Field(key string) (json.RawMessage, bool) {
 	return nil, false
 }
 
+// SetField sets a top-level upstream member, replacing an existing one in
+// place or appending it.
+func (r *Request) SetField(key string, value json.RawMessage) {
+	for i := range r.Fields {
+		if r.Fields[i].Key == key {
+			r.Fields[i].Value = value
+			return
+		}
+	}
+	r.Fields = append(r.Fields, Field{Key: key, Value: value})
+}
+
 // Body encodes the upstream Responses request JSON from Fields and Input
 // (deterministic output). Fields come first in their order, "input" last.
 func (r *Request) Body() ([]byte, error) {

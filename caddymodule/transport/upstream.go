@@ -78,6 +78,12 @@ func (c *Upstream) Endpoint(path string) string {
 	return c.base.String() + "/" + strings.TrimLeft(path, "/")
 }
 
+// EndpointPath returns the URL path of path under the base, e.g.
+// "/v1/responses".
+func (c *Upstream) EndpointPath(path string) string {
+	return c.base.Path + "/" + strings.TrimLeft(path, "/")
+}
+
 // Origin returns scheme://host of the base URL.
 func (c *Upstream) Origin() string { return c.base.Scheme + "://" + c.base.Host }
 

@@ -62,6 +62,12 @@ const siteConfig = `reasoning_relay {
 // siteConfig plus extra subdirectives.
 func startRelay(t testing.TB, extra string) *relay {
 	t.Helper()
+	return startRelayWith(t, "", extra)
+}
+
+// startRelayWith is startRelay with global options (e.g. reasoning_cache).
+func startRelayWith(t testing.TB, global, extra string) *relay {
+	t.Helper()
 	r := &relay{fake: fakeupstream.New(fakeupstream.Options{APIKey: upstreamKey})}
 	r.up = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.fake.ServeHTTP(w, req)
@@ -74,6 +80,7 @@ func startRelay(t testing.TB, extra string) *relay {
 	t.Cleanup(r.up.Close)
 	site := strings.ReplaceAll(fmt.Sprintf(siteConfig, extra), "{UPSTREAM}", r.up.URL)
 	r.caddy = relaytest.Start(t, relaytest.Options{
+		Global:   global,
 		Site:     site,
 		LogLevel: "DEBUG",
 		Env:      []string{"RT_UPSTREAM_KEY=" + upstreamKey, "RT_TOKEN=" + relayToken},
