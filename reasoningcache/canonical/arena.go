@@ -46,10 +46,16 @@ type arena struct {
 	stack   []uint32
 	scratch []byte
 	charged int64 // scratch bytes charged to the current value
+	// verbatim reports that the canonical form of the parsed value is
+	// exactly src: no whitespace, keys already in order, every string and
+	// number already canonical, and no normalization edit. Every edit
+	// clears it.
+	verbatim bool
 }
 
 func (a *arena) reset(src []byte) {
 	a.src = src
+	a.verbatim = true
 	a.nodes = a.nodes[:0]
 	a.kids = a.kids[:0]
 	a.stack = a.stack[:0]
@@ -81,6 +87,7 @@ func (a *arena) children(i uint32) []uint32 {
 // literal stores s in scratch and returns its span. It is used for
 // synthesized keys and values, which are not charged to the limits.
 func (a *arena) literal(s string) span {
+	a.verbatim = false
 	off := len(a.scratch)
 	a.scratch = append(a.scratch, s...)
 	return span{off: uint32(off), n: uint32(len(s)), scratch: true}
@@ -99,6 +106,7 @@ func (a *arena) stringNode(s string) uint32 {
 
 // container synthesizes an array or object over the given children.
 func (a *arena) container(k kind, kids []uint32) uint32 {
+	a.verbatim = false
 	first := len(a.kids)
 	a.kids = append(a.kids, kids...)
 	return a.add(node{kind: k, first: uint32(first), count: uint32(len(kids))})
@@ -145,11 +153,15 @@ func (a *arena) memberString(i uint32, key, s string) bool {
 }
 
 // remove drops member m (of any object) from the canonical form.
-func (a *arena) remove(m uint32) { a.nodes[m].gone = true }
+func (a *arena) remove(m uint32) {
+	a.verbatim = false
+	a.nodes[m].gone = true
+}
 
 // replace puts value v in the place of member m of object obj, keeping
 // m's key.
 func (a *arena) replace(obj, m, v uint32) {
+	a.verbatim = false
 	a.nodes[v].key = a.nodes[m].key
 	for j, k := range a.children(obj) {
 		if k == m {

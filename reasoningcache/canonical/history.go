@@ -125,7 +125,13 @@ func (c *canon) envelope(shape Shape, env []byte) (root uint32, k Kind, r Reason
 	if r != "" {
 		return 0, 0, r
 	}
-	a.measure(root)
+	if a.verbatim {
+		// The canonical text is the envelope itself; frame hashes it
+		// without walking the nodes.
+		a.nodes[root].size = int64(len(env))
+	} else {
+		a.measure(root)
+	}
 	return root, k, ""
 }
 
@@ -133,7 +139,11 @@ func (c *canon) envelope(shape Shape, env []byte) (root uint32, k Kind, r Reason
 func (c *canon) frame(root uint32, hs ...hash.Hash) {
 	c.s.toHashes(hs...)
 	c.s.writeLen(c.a.nodes[root].size)
-	c.a.emit(&c.s, root)
+	if c.a.verbatim {
+		c.s.write(c.a.src)
+	} else {
+		c.a.emit(&c.s, root)
+	}
 	c.s.flush()
 }
 

@@ -52,12 +52,14 @@ func (a *arena) sortObject(i uint32) {
 }
 
 // sortAll orders every object parsed so far and refuses duplicate keys
-// (RFC 8785 requires I-JSON input).
+// (RFC 8785 requires I-JSON input). An object whose keys arrive strictly
+// increasing (so without duplicates) is left as it is.
 func (a *arena) sortAll() Reason {
 	for i := range a.nodes {
-		if a.nodes[i].kind != kObject {
+		if a.nodes[i].kind != kObject || a.ordered(uint32(i)) {
 			continue
 		}
+		a.verbatim = false
 		a.sortObject(uint32(i))
 		kids := a.children(uint32(i))
 		for j := 1; j < len(kids); j++ {
@@ -67,6 +69,17 @@ func (a *arena) sortAll() Reason {
 		}
 	}
 	return ""
+}
+
+// ordered reports whether the keys of object i are strictly increasing.
+func (a *arena) ordered(i uint32) bool {
+	kids := a.children(i)
+	for j := 1; j < len(kids); j++ {
+		if compareKeys(a.keyBytes(kids[j-1]), a.keyBytes(kids[j])) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // measure computes the canonical size of value i (and of everything below

@@ -51,6 +51,7 @@ func (p *parser) ws() {
 	for p.pos < p.end {
 		switch src[p.pos] {
 		case ' ', '\t', '\n', '\r':
+			p.a.verbatim = false
 			p.pos++
 		default:
 			return
@@ -165,6 +166,7 @@ func (p *parser) number() (uint32, bool) {
 		return p.newNode(node{kind: kNumber, val: span{off: uint32(start), n: uint32(len(text))}, size: int64(len(text))})
 	}
 	a.scratch = out
+	a.verbatim = false
 	n := len(out) - off
 	if !p.charge(int64(n)) {
 		return 0, false
@@ -266,6 +268,7 @@ func (p *parser) close(k kind, mark int) (uint32, bool) {
 // for syntax) into scratch.
 func (p *parser) decode(raw []byte) (span, int64, bool) {
 	a := p.a
+	a.verbatim = false
 	off := len(a.scratch)
 	room := p.maxCharge - a.charged // decoded bytes still allowed
 	for i := 0; i < len(raw); {
