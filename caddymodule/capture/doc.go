@@ -28,8 +28,10 @@
 // Bodies are redacted with package redact (the relay's credentials and
 // credential-shaped tokens become [REDACTED], and the number of
 // replacements is recorded), stored up to MaxArtifactBytes each and then
-// cut with a truncation record. Compression happens on the request's
-// goroutine; file writes go through one worker per directory, as writes
+// cut with a truncation record. Event-stream frames are encoded on the
+// request's goroutine as they arrive (microseconds each); a raw body is
+// only copied there, and redacted, hashed, encoded and compressed by the
+// worker. File writes go through one worker per directory, as writes
 // that each batch several appends (a request costs two: its request phases
 // before the upstream is called, its response phases when it ends, plus
 // one per 64 KiB of compressed stream in between). At most MaxOutstanding

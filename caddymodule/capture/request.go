@@ -121,7 +121,7 @@ func (r *Request) Whole(phase Phase, m Meta, body []byte) {
 		return
 	}
 	b := r.Start(phase, m)
-	b.write(body, true)
+	b.Write(body)
 	b.Close("")
 }
 
@@ -151,14 +151,15 @@ func (r *Request) Start(phase Phase, m Meta) *Body {
 		format = FormatSSE
 	}
 	line.Body = &BodyRef{Path: ArtifactPath(begun, r.id, r.attempt, phase), Format: format}
-	b := &Body{r: r, line: line, begun: begun, max: r.w.maxArtifact, hash: sha256.New()}
-	b.gz = gzipPool.Get().(*gzip.Writer)
-	b.gz.Reset(&b.buf)
-	b.record(Record{
+	b := &Body{r: r, line: line, begun: begun, max: r.w.maxArtifact}
+	b.header = Record{
 		Type: RecordHeader, V: Version, RequestID: r.id, Attempt: r.attempt, Phase: phase, Format: format,
 		Method: line.Method, URL: line.URL, Status: line.Status, ContentType: line.ContentType,
 		Model: line.Model, Stream: line.Stream, Headers: line.Headers,
-	})
+	}
+	if format == FormatSSE {
+		b.begin()
+	}
 	r.mu.Lock()
 	r.open = append(r.open, b)
 	r.mu.Unlock()
@@ -225,35 +226,51 @@ var gzipPool = sync.Pool{New: func() any {
 	return gz
 }}
 
+// rawSlack is how far past the artifact cap a raw body is kept before it
+// is redacted and cut, so that a secret straddling the cap is still
+// recognized and never stored in part.
+const rawSlack = 4096
+
 // Body is the body of one phase being recorded. A nil *Body records
 // nothing. Its methods are safe for concurrent use.
+//
+// An event stream is encoded frame by frame as it arrives, on the caller's
+// goroutine (a few microseconds a frame), and handed to the writer in
+// compressed pieces. A raw body is only copied as it arrives; redaction,
+// hashing, encoding and compression happen on the writer's worker after
+// Close, so that recording a large request body costs the request a copy.
 type Body struct {
-	r     *Request
-	line  *IndexLine
-	begun time.Time
-	max   int64
+	r      *Request
+	line   *IndexLine
+	header Record
+	begun  time.Time
+	max    int64
 
 	mu        sync.Mutex
+	raw       []byte // a raw body as received, up to max+rawSlack bytes
 	gz        *gzip.Writer
 	buf       bytes.Buffer
 	hash      hash.Hash
 	scratch   []byte
-	submitted bool   // the artifact's first write was handed over
+	submitted bool   // the artifact's first piece was handed over
 	lost      string // why the artifact is incomplete
 	closed    bool
 }
 
+// begin starts the compressed artifact with its header record.
+func (b *Body) begin() {
+	b.hash = sha256.New()
+	b.gz = gzipPool.Get().(*gzip.Writer)
+	b.gz.Reset(&b.buf)
+	b.record(b.header)
+}
+
 // Write records p: one frame of an event stream (with its arrival time),
-// or the next piece of a raw body. p is redacted and copied; the caller
-// keeps it.
+// or the next piece of a raw body. p is copied; the caller keeps it.
 func (b *Body) Write(p []byte) {
 	if b == nil {
 		return
 	}
-	b.write(p, false)
-}
-
-func (b *Body) write(p []byte, whole bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -261,6 +278,12 @@ func (b *Body) write(p []byte, whole bool) {
 	}
 	ref := b.line.Body
 	ref.Received += int64(len(p))
+	if ref.Format == FormatRaw {
+		if room := b.max + rawSlack - int64(len(b.raw)); room > 0 {
+			b.raw = append(b.raw, p[:min(int64(len(p)), room)]...)
+		}
+		return
+	}
 	if b.lost != "" || ref.Truncated {
 		return
 	}
@@ -270,26 +293,51 @@ func (b *Body) write(p []byte, whole bool) {
 		p = p[:room]
 		ref.Truncated = true
 	}
-	if ref.Format == FormatSSE {
-		ref.Frames++
-		b.data(Record{Type: RecordFrame, T: time.Since(b.begun).Microseconds()}, p)
-	} else {
-		for len(p) > 0 {
-			n := min(len(p), chunkSize)
-			// keep UTF-8 sequences whole so that chunks stay readable
-			for n < len(p) && n > chunkSize-4 && !utf8.RuneStart(p[n]) {
-				n--
-			}
-			b.data(Record{Type: RecordChunk}, p[:n])
-			p = p[n:]
+	ref.Frames++
+	b.data(Record{Type: RecordFrame, T: time.Since(b.begun).Microseconds()}, p)
+	if ref.Truncated {
+		b.record(Record{Type: RecordTruncated, At: ref.Size})
+	}
+	if b.buf.Len() >= flushSize {
+		b.flush()
+	}
+}
+
+// renderRaw encodes a raw body into its artifact and index line; the
+// writer's worker runs it.
+func (b *Body) renderRaw(indexName string, durationUs int64) []fileAppend {
+	ref := b.line.Body
+	p, n := redact.Body(b.raw, b.r.secrets...)
+	ref.Redactions = n
+	ref.Truncated = ref.Received > int64(len(b.raw)) // bytes past the slack were never kept
+	if int64(len(p)) > b.max {
+		p = p[:b.max]
+		ref.Truncated = true
+	}
+	b.begin()
+	for len(p) > 0 {
+		n := min(len(p), chunkSize)
+		// keep UTF-8 sequences whole so that chunks stay readable
+		for n < len(p) && n > chunkSize-4 && !utf8.RuneStart(p[n]) {
+			n--
 		}
+		b.data(Record{Type: RecordChunk}, p[:n])
+		p = p[n:]
 	}
 	if ref.Truncated {
 		b.record(Record{Type: RecordTruncated, At: ref.Size})
 	}
-	if !whole && b.buf.Len() >= flushSize {
-		b.flush()
+	b.raw = nil
+	out := b.finish()
+	if b.lost != "" {
+		ref.SHA256, ref.Incomplete = "", b.lost
+		out = nil
 	}
+	b.line.DurationUs = durationUs
+	if data, err := json.Marshal(b.line); err == nil {
+		out = append(out, fileAppend{rel: indexName, data: append(data, '\n')})
+	}
+	return out
 }
 
 // data records one chunk or frame holding p.
@@ -337,21 +385,11 @@ func (b *Body) flush() {
 	b.submitted = true
 }
 
-// Close ends the body and appends the phase's index line, with reason
-// (a reason code) as its error when not empty. Later calls do nothing.
-func (b *Body) Close(reason string) {
-	if b == nil {
-		return
-	}
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return
-	}
-	b.closed = true
+// finish writes the end record, closes the compressor and returns the
+// artifact's last piece (none when the artifact is lost).
+func (b *Body) finish() []fileAppend {
 	ref := b.line.Body
-	b.line.Error = reason
-	var tail []fileAppend
+	var out []fileAppend
 	if b.lost == "" {
 		ref.SHA256 = hex.EncodeToString(b.hash.Sum(nil))
 		b.record(Record{Type: RecordEnd, Size: ref.Size, Received: ref.Received, Frames: ref.Frames,
@@ -360,23 +398,45 @@ func (b *Body) Close(reason string) {
 			b.lost = "encode_failed"
 		}
 		if b.lost == "" {
-			tail = append(tail, fileAppend{rel: ref.Path, create: !b.submitted, data: bytes.Clone(b.buf.Bytes())})
-			b.buf.Reset()
+			out = append(out, fileAppend{rel: ref.Path, create: !b.submitted, data: bytes.Clone(b.buf.Bytes())})
 		}
 	}
+	b.buf = bytes.Buffer{}
+	b.gz.Reset(nil)
+	gzipPool.Put(b.gz)
+	b.gz = nil
+	return out
+}
+
+// Close ends the body; the phase's artifact and index line are written
+// with the request's next Flush. reason (a reason code) becomes the
+// phase's error when not empty. Later calls do nothing.
+func (b *Body) Close(reason string) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	b.closed = true
+	b.line.Error = reason
+	durationUs := time.Since(b.begun).Microseconds()
+	indexName := IndexName(time.Now())
+	if b.line.Body.Format == FormatRaw {
+		b.r.hold(fileAppend{render: func() []fileAppend { return b.renderRaw(indexName, durationUs) }})
+		return
+	}
+	tail := b.finish()
 	if b.lost != "" {
 		// the artifact is incomplete: the index line still says so
-		ref.SHA256 = ""
-		ref.Incomplete = b.lost
+		b.line.Body.SHA256, b.line.Body.Incomplete = "", b.lost
 		tail = nil
 	}
-	gz := b.gz
-	b.gz = nil
-	if a, ok := lineAppend(b.line, b.begun); ok {
-		tail = append(tail, a)
+	b.line.DurationUs = durationUs
+	if data, err := json.Marshal(b.line); err == nil {
+		tail = append(tail, fileAppend{rel: indexName, data: append(data, '\n')})
 	}
-	b.mu.Unlock()
-	gz.Reset(nil)
-	gzipPool.Put(gz)
 	b.r.hold(tail...)
 }

@@ -43,11 +43,14 @@ type Stats struct {
 	Disabled bool
 }
 
-// fileAppend is one append to a file of the capture directory.
+// fileAppend is one append to a file of the capture directory, or a
+// deferred one: render, when set, runs on the worker and returns the
+// appends to make (a raw body's artifact and index line).
 type fileAppend struct {
 	rel    string // relative, slash-separated
 	create bool   // the file must not exist yet (artifacts)
 	data   []byte
+	render func() []fileAppend
 }
 
 // job is one batch of appends, done in order by the worker; it counts as
@@ -207,7 +210,7 @@ func (w *Writer) work() {
 
 // write performs one job.
 func (w *Writer) write(j job) error {
-	if w.beforeWrite != nil && len(j) > 0 {
+	if w.beforeWrite != nil && len(j) > 0 && j[0].render == nil {
 		if err := w.beforeWrite(j[0].rel); err != nil {
 			return err
 		}
@@ -216,6 +219,12 @@ func (w *Writer) write(j job) error {
 		clear(w.dirsMade)
 	}
 	for _, a := range j {
+		if a.render != nil {
+			if err := w.write(a.render()); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := w.appendFile(a.rel, a.create, a.data); err != nil {
 			return err
 		}

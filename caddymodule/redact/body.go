@@ -13,8 +13,14 @@ const minKeyTail = 16
 // string to be taken as a credential.
 const minBearer = 8
 
-// Body returns b with every occurrence of the given secrets (empty ones are
-// ignored) and every credential-shaped token replaced by Marker, and how
+// MinSecretLen is the shortest secret Body and Text replace literally:
+// shorter values would hit ordinary words (and make weak credentials
+// anyway).
+const MinSecretLen = 8
+
+// Body returns b with every occurrence of the given secrets (those shorter
+// than MinSecretLen are ignored) and every credential-shaped token
+// replaced by Marker, and how
 // many replacements were made. Credential-shaped tokens are OpenAI-style
 // keys ("sk-" followed by at least 16 of [A-Za-z0-9_-]) and bearer
 // credentials ("Bearer " followed by at least 8 token characters). When
@@ -22,7 +28,7 @@ const minBearer = 8
 func Body(b []byte, secrets ...string) ([]byte, int) {
 	n := 0
 	for _, s := range secrets {
-		if len(s) < 4 || !bytes.Contains(b, []byte(s)) {
+		if len(s) < MinSecretLen || !bytes.Contains(b, []byte(s)) {
 			continue
 		}
 		c := bytes.Count(b, []byte(s))

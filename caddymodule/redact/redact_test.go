@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"bytes"
 	"errors"
 	"net/http"
 	"net/url"
@@ -116,4 +117,35 @@ func BenchmarkBodyClean(b *testing.B) {
 	for b.Loop() {
 		Body(body, "relay-token-1234", "sk-upstream-123456789")
 	}
+}
+
+func TestShortSecretsIgnored(t *testing.T) {
+	if out, n := Body([]byte("a test of tests"), "test"); n != 0 || string(out) != "a test of tests" {
+		t.Fatalf("a short secret was replaced: %s", out)
+	}
+}
+
+// FuzzRedact: redaction never panics, is idempotent, and its output
+// always passes the checks.
+func FuzzRedact(f *testing.F) {
+	f.Add("https://u:p@h/x?api_key=s&a=b#f", []byte(`{"k":"sk-ABCDEFGHIJKLMNOPQRST","h":"Bearer abcdefghij"}`), "secret-value-1")
+	f.Add("/p?%zz=1&token", []byte("Bearer Bearer sk-sk-"), "")
+	f.Fuzz(func(t *testing.T, u string, body []byte, secret string) {
+		ru := URL(u)
+		if ru != Marker {
+			if err := CheckURL(ru); err != nil {
+				t.Fatalf("URL(%q) = %q fails CheckURL: %v", u, ru, err)
+			}
+		}
+		rb, _ := Body(body, secret)
+		if err := CheckBody(rb); err != nil {
+			t.Fatalf("Body(%q) = %q fails CheckBody: %v", body, rb, err)
+		}
+		if again, n := Body(rb); n != 0 || !bytes.Equal(again, rb) {
+			t.Fatalf("Body not idempotent on %q", rb)
+		}
+		if len(secret) >= MinSecretLen && bytes.Contains(rb, []byte(secret)) && !bytes.Contains([]byte(Marker), []byte(secret)) {
+			t.Fatalf("secret %q survived in %q", secret, rb)
+		}
+	})
 }
