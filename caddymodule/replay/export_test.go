@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -362,6 +363,31 @@ func TestReadBundleRejectsUnredacted(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		} else if strings.Contains(err.Error(), upstreamKey) {
 			t.Errorf("%s: error leaks the key", name)
+		}
+	}
+}
+
+// BenchmarkExport measures exporting and encoding a streamed request's
+// bundle (index scan, four artifacts verified, canonical JSON).
+func BenchmarkExport(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "cap")
+	for i := range 50 {
+		record(b, dir, fmt.Sprintf("rr_other%d", i), 1, false, nil)
+	}
+	frames := make([]string, 0, 400)
+	for range 400 {
+		frames = append(frames, sseFrames[1])
+	}
+	frames = append(frames, sseFrames[2])
+	record(b, dir, "rr_bench", 1, true, frames)
+	b.ReportAllocs()
+	for b.Loop() {
+		bd, err := Export(ExportOptions{RequestID: "rr_bench", LogsDir: dir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Canonical(bd); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
