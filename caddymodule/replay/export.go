@@ -162,6 +162,7 @@ func readIndexLines(dir, id string) ([]capture.IndexLine, error) {
 	var out []capture.IndexLine
 	dup := map[string]bool{}
 	needle := []byte(id)
+	exact := []byte(`"requestId":"` + id + `"`)
 	for _, name := range names {
 		p := filepath.Join(dir, name)
 		fi, err := os.Lstat(p)
@@ -194,6 +195,9 @@ func readIndexLines(dir, id string) ([]capture.IndexLine, error) {
 			}
 			l, err := decodeLine(line)
 			if err != nil {
+				if !bytes.Contains(line, exact) {
+					continue // another request's line that merely contains the ID
+				}
 				f.Close()
 				return nil, fmt.Errorf("export: %s line %d: %w", name, n, err)
 			}

@@ -391,3 +391,25 @@ func BenchmarkExport(b *testing.B) {
 		}
 	}
 }
+
+func TestExportIgnoresOtherRequestsLines(t *testing.T) {
+	dir := record(t, filepath.Join(t.TempDir(), "cap"), "rr_keep", 1, false, nil)
+	p := indexFile(t, dir)
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a garbled line of another request that mentions this one, and a
+	// line cut short by a crash
+	f.WriteString(`{"v":1,"requestId":"rr_other","note":"rr_keep",` + "\n" + `{"v":1,"requestId":"rr_keep","att`)
+	f.Close()
+	if _, b := exportBytes(t, dir, "rr_keep", 0); !b.Completeness.Replayable {
+		t.Fatalf("completeness %+v", b.Completeness)
+	}
+	f, _ = os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("\n" + `{"v":1,"requestId":"rr_keep","bogus":1}` + "\n")
+	f.Close()
+	if _, err := Export(ExportOptions{RequestID: "rr_keep", LogsDir: dir}); err == nil {
+		t.Fatal("a garbled line of this request was ignored")
+	}
+}
