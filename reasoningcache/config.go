@@ -1,0 +1,135 @@
+package reasoningcache
+
+import (
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/canonical"
+)
+
+// Defaults of Config.
+const (
+	DefaultMemoryBudget      = 128 << 20
+	DefaultMaxConcurrent     = 10
+	DefaultEntryAllowance    = 4 << 20
+	DefaultReplayCeiling     = 16 << 20
+	DefaultMaxPlanRecords    = 256
+	DefaultGenerationTimeout = 15 * time.Minute
+)
+
+// SessionBase is the fixed part of every session's byte allowance.
+const SessionBase = 64 << 10
+
+// SnapshotWindow is how long a model snapshot other than a scope's latest
+// stays acceptable for replay after it was last observed.
+const SnapshotWindow = 24 * time.Hour
+
+// maxHotCache caps the ledger's payload cache share of the budget.
+const maxHotCache = 4 << 20
+
+// Config configures an Engine. Zero fields take the defaults.
+type Config struct {
+	// MemoryBudget is M, the bytes the cache may hold for requests at
+	// once (default 128 MiB).
+	MemoryBudget int64
+	// MaxConcurrent bounds the full-cache sessions at once (default 10).
+	MaxConcurrent int
+	// EntryAllowance bounds one captured output (default 4 MiB).
+	EntryAllowance int64
+	// ReplayCeiling bounds the replayed output bytes of one request
+	// (default 16 MiB).
+	ReplayCeiling int64
+	// MaxPlanRecords bounds the steps of one plan (default 256).
+	MaxPlanRecords int
+	// GenerationTimeout is the inactivity after which Sweep poisons and
+	// removes an unresolved intent (default 15m).
+	GenerationTimeout time.Duration
+	// Limits are the canonical identity limits (zero: the defaults).
+	Limits canonical.Limits
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Logger receives Debug lines with fixed reason codes (default: none).
+	Logger *zap.Logger
+}
+
+// HotCacheBytes is the ledger payload cache size for a memory budget:
+// min(4 MiB, M/32). The app opens the ledger with it
+// (ledger.Options.HotCacheBytes) so the cache stays inside the shared
+// preparation allowance.
+func HotCacheBytes(memoryBudget int64) int64 {
+	if memoryBudget <= 0 {
+		memoryBudget = DefaultMemoryBudget
+	}
+	return min(maxHotCache, memoryBudget/32)
+}
+
+// withDefaults fills zero fields and checks the budget: M must hold the
+// shared preparation allowance plus one SessionBase.
+func (c Config) withDefaults() (Config, error) {
+	if c.MemoryBudget == 0 {
+		c.MemoryBudget = DefaultMemoryBudget
+	}
+	if c.MaxConcurrent == 0 {
+		c.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if c.EntryAllowance == 0 {
+		c.EntryAllowance = DefaultEntryAllowance
+	}
+	if c.ReplayCeiling == 0 {
+		c.ReplayCeiling = DefaultReplayCeiling
+	}
+	if c.MaxPlanRecords == 0 {
+		c.MaxPlanRecords = DefaultMaxPlanRecords
+	}
+	if c.GenerationTimeout == 0 {
+		c.GenerationTimeout = DefaultGenerationTimeout
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	lim, err := c.Limits.Effective()
+	if err != nil {
+		return c, fmt.Errorf("reasoningcache: %w", err)
+	}
+	c.Limits = lim
+	switch {
+	case c.MemoryBudget < 0:
+		return c, fmt.Errorf("reasoningcache: memory_budget %d is negative", c.MemoryBudget)
+	case c.MaxConcurrent < 0:
+		return c, fmt.Errorf("reasoningcache: max_concurrent %d is negative", c.MaxConcurrent)
+	case c.EntryAllowance < 0:
+		return c, fmt.Errorf("reasoningcache: entry_allowance %d is negative", c.EntryAllowance)
+	case c.ReplayCeiling < 0:
+		return c, fmt.Errorf("reasoningcache: replay_ceiling %d is negative", c.ReplayCeiling)
+	case c.MaxPlanRecords < 0:
+		return c, fmt.Errorf("reasoningcache: max_plan_records %d is negative", c.MaxPlanRecords)
+	case c.GenerationTimeout < 0:
+		return c, fmt.Errorf("reasoningcache: generation_timeout %s is negative", c.GenerationTimeout)
+	}
+	if need := c.SharedAllowance() + SessionBase; c.MemoryBudget < need {
+		return c, fmt.Errorf("reasoningcache: memory_budget %d bytes cannot hold the shared preparation allowance plus one session base (%d bytes)",
+			c.MemoryBudget, need)
+	}
+	return c, nil
+}
+
+// SharedAllowance is the part of the budget reserved for preparation: the
+// hot cache, the canonical scratch (Limits.MaxScratch) and the replay
+// ceiling. Sessions share the rest. Call it on a Config with its limits
+// and defaults applied (Engine.Config returns one).
+func (c Config) SharedAllowance() int64 {
+	scratch := c.Limits.MaxScratch
+	if scratch == 0 {
+		scratch = canonical.DefaultMaxScratch
+	}
+	ceiling := c.ReplayCeiling
+	if ceiling == 0 {
+		ceiling = DefaultReplayCeiling
+	}
+	return HotCacheBytes(c.MemoryBudget) + scratch + ceiling
+}

@@ -1,0 +1,140 @@
+package reasoningcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/ledger"
+)
+
+// Engine plans replays, dispatches intents and captures outputs for one
+// ledger. It is safe for concurrent use; one Engine serves every request
+// of the process.
+type Engine struct {
+	store  *ledger.Store
+	cfg    Config
+	secret []byte
+	log    *zap.Logger
+
+	mu       sync.Mutex
+	capacity int64 // bytes sessions may hold: M minus the shared allowance
+	used     int64 // bytes held by live sessions
+	active   int   // live full-cache sessions
+}
+
+// New returns an Engine over an open store. It fails if the memory budget
+// cannot hold the shared preparation allowance (hot cache min(4 MiB,
+// M/32), canonical scratch and the replay ceiling) plus 64 KiB.
+func New(store *ledger.Store, cfg Config) (*Engine, error) {
+	if store == nil {
+		return nil, errors.New("reasoningcache: new: nil store")
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{
+		store:    store,
+		cfg:      cfg,
+		secret:   store.Secret(),
+		log:      cfg.Logger,
+		capacity: cfg.MemoryBudget - cfg.SharedAllowance(),
+	}, nil
+}
+
+// Config returns the effective configuration (defaults applied).
+func (e *Engine) Config() Config { return e.cfg }
+
+// Stats is a snapshot of the engine's session accounting.
+type Stats struct {
+	Sessions  int   // live full-cache sessions
+	BytesUsed int64 // bytes those sessions hold
+	Capacity  int64 // bytes sessions may hold in total
+}
+
+// Stats returns the current session accounting.
+func (e *Engine) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return Stats{Sessions: e.active, BytesUsed: e.used, Capacity: e.capacity}
+}
+
+// Sweep is the generation_timeout housekeeping: every unresolved intent
+// inactive for longer than GenerationTimeout is poisoned at its positions
+// and removed. The app runs it periodically.
+func (e *Engine) Sweep(ctx context.Context) error {
+	before := e.cfg.Now().Add(-e.cfg.GenerationTimeout)
+	n, err := e.store.ExpireIntents(ctx, before, "generation_timeout")
+	if err != nil {
+		return fmt.Errorf("reasoningcache: sweep: %w", err)
+	}
+	if n > 0 {
+		e.log.Debug("reasoning cache sweep", zap.String("reason", "generation_timeout"), zap.Int("intents", n))
+	}
+	return nil
+}
+
+// lease is the byte allowance one session holds. It is released exactly
+// once, by the session's end or, for a session nobody ended, by a cleanup
+// after the session became unreachable.
+type lease struct {
+	e        *Engine
+	mu       sync.Mutex
+	bytes    int64
+	released atomic.Bool
+}
+
+// acquire reserves n bytes and one session slot, or returns nil.
+func (e *Engine) acquire(n int64) *lease {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.active >= e.cfg.MaxConcurrent || n > e.capacity-e.used {
+		return nil
+	}
+	e.active++
+	e.used += n
+	return &lease{e: e, bytes: n}
+}
+
+// grow adds n bytes to l if the budget allows.
+func (l *lease) grow(n int64) bool {
+	if n <= 0 {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released.Load() {
+		return false
+	}
+	e := l.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if n > e.capacity-e.used {
+		return false
+	}
+	e.used += n
+	l.bytes += n
+	return true
+}
+
+// release returns the lease's bytes and slot; later calls do nothing.
+func (l *lease) release() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released.Swap(true) {
+		return
+	}
+	e := l.e
+	e.mu.Lock()
+	e.active--
+	e.used -= l.bytes
+	e.mu.Unlock()
+}

@@ -1,0 +1,293 @@
+package reasoningcache
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/canonical"
+	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/ledger"
+)
+
+// maxCandidates bounds the candidates one request verifies.
+const maxCandidates = 4
+
+// plan is a validated replay: steps oldest first, the Input range each
+// step's block translated to, and the original items replacing it.
+type plan struct {
+	gen    int64
+	steps  []ledger.PlanStep
+	ranges [][2]int
+	items  [][]json.RawMessage
+	bytes  int64 // replayed payload bytes
+}
+
+// apply returns req.Input with every planned block replaced.
+func (p plan) apply(req *Request) []json.RawMessage {
+	return replaceRanges(req.Input, p.ranges, p.items)
+}
+
+// plan proposes the recorded ancestry of the newest assistant block of the
+// history and keeps its longest valid prefix: the candidates at the
+// block's end digest are tried newest first. A prefix of a recorded
+// ancestry is itself a recorded ancestry (the plan of its last step plus
+// that step), so every block it replays had all its replayed descendants
+// generated with it, and blocks outside the plan are sent as the client
+// sent them. The reason is a fixed code for the log ("" on a full plan).
+func (e *Engine) plan(ctx context.Context, sc ledger.Scope, d *canonical.Digests, req *Request) (plan, string) {
+	if len(d.Blocks) == 0 {
+		return plan{}, "no_block"
+	}
+	st, ok, err := e.store.ScopeState(ctx, sc.ID)
+	if err != nil {
+		return plan{}, "plan_read_failed"
+	}
+	if !ok {
+		return plan{}, "new_scope"
+	}
+	newest := d.Blocks[len(d.Blocks)-1]
+	cands, err := e.store.Candidates(ctx, sc.ID, newest.EndDigest.String())
+	switch {
+	case errors.Is(err, ledger.ErrTooLarge):
+		return plan{}, "plan_too_large"
+	case err != nil:
+		return plan{}, "plan_read_failed"
+	case len(cands) == 0:
+		return plan{}, "no_candidate"
+	}
+	v := validator{e: e, ctx: ctx, sc: sc, gen: st.Generation, d: d, req: req, now: e.cfg.Now(),
+		endIndex: make(map[string]int, len(d.Blocks))}
+	for i, b := range d.Blocks {
+		v.endIndex[b.EndDigest.String()] = i
+	}
+	reason := "no_candidate"
+	for i, c := range cands {
+		if i == maxCandidates {
+			break
+		}
+		steps := append(slices.Clip(c.PriorPlan), ledger.PlanStep{ObservationID: c.ID, PayloadID: c.PayloadID, EndDigest: c.EndDigest})
+		p, why := v.validate(steps)
+		if len(p.steps) > 0 {
+			return p, why
+		}
+		reason = why
+	}
+	return plan{}, reason
+}
+
+// validator checks proposed plans of one request.
+type validator struct {
+	e        *Engine
+	ctx      context.Context
+	sc       ledger.Scope
+	gen      int64
+	d        *canonical.Digests
+	req      *Request
+	now      time.Time
+	endIndex map[string]int // block end digest -> block index
+
+	snaps       []ledger.SnapshotSeen
+	snapsLoaded bool
+}
+
+// validate returns the longest valid prefix of steps and, when it is
+// shorter than steps, the reason the next step failed.
+func (v *validator) validate(steps []ledger.PlanStep) (plan, string) {
+	why := ""
+	if len(steps) > v.e.cfg.MaxPlanRecords {
+		steps, why = steps[:v.e.cfg.MaxPlanRecords], "plan_budget"
+	}
+	// Ancestors in the current history, in the same order, each strictly
+	// before the next.
+	blocks := make([]int, 0, len(steps))
+	last := -1
+	for i, st := range steps {
+		bi, ok := v.endIndex[st.EndDigest]
+		if !ok || bi <= last {
+			steps, why = steps[:i], "ancestry_mismatch"
+			break
+		}
+		blocks = append(blocks, bi)
+		last = bi
+	}
+	if len(steps) == 0 {
+		return plan{}, why
+	}
+	ids := make([]int64, len(steps))
+	for i, st := range steps {
+		ids[i] = st.ObservationID
+	}
+	rows, err := v.e.store.Observations(v.ctx, v.sc.ID, ids)
+	if err != nil {
+		return plan{}, "plan_read_failed"
+	}
+	obs := make(map[int64]ledger.Observation, len(rows))
+	digests := make([]string, 0, 2*len(rows))
+	starts := make([]string, 0, len(rows))
+	for _, o := range rows {
+		obs[o.ID] = o
+		digests = append(digests, o.StartDigest, o.EndDigest)
+		starts = append(starts, o.StartDigest)
+	}
+	markers, err := v.e.store.MarkersAt(v.ctx, v.sc.ID, digests)
+	if err != nil {
+		return plan{}, "plan_read_failed"
+	}
+	poisoned, conflicted := map[string]bool{}, map[string]bool{}
+	for _, m := range markers {
+		switch m.Kind {
+		case ledger.MarkerStartPoison:
+			poisoned[m.Digest] = true
+		case ledger.MarkerEndConflict:
+			conflicted[m.Digest] = true
+		}
+	}
+	intents, err := v.e.store.IntentsAt(v.ctx, v.sc.ID, starts)
+	if err != nil {
+		return plan{}, "plan_read_failed"
+	}
+	unresolved := map[string][]int64{}
+	for _, in := range intents {
+		unresolved[in.StartDigest] = append(unresolved[in.StartDigest], in.ID)
+	}
+
+	p := plan{gen: v.gen}
+	for i, st := range steps {
+		b := v.d.Blocks[blocks[i]]
+		o, ok := obs[st.ObservationID]
+		if !ok {
+			return p, "missing_ancestor"
+		}
+		if r := v.checkStep(st, o, b, poisoned, conflicted, unresolved); r != "" {
+			return p, r
+		}
+		pl, err := v.e.store.Payload(v.ctx, st.PayloadID)
+		if err != nil {
+			return p, "payload_unavailable"
+		}
+		items, ok := payloadItems(pl.Output)
+		if !ok {
+			return p, "payload_invalid"
+		}
+		rng := [2]int{v.req.Spans[b.First][0], v.req.Spans[b.End-1][1]}
+		if !sameCalls(items, v.req.Input[rng[0]:rng[1]]) {
+			return p, "call_mismatch"
+		}
+		if p.bytes+pl.Size > v.e.cfg.ReplayCeiling {
+			return p, "replay_ceiling"
+		}
+		p.steps = append(p.steps, st)
+		p.ranges = append(p.ranges, rng)
+		p.items = append(p.items, items)
+		p.bytes += pl.Size
+	}
+	return p, why
+}
+
+// checkStep validates one step against its block in the current history.
+func (v *validator) checkStep(st ledger.PlanStep, o ledger.Observation, b canonical.Block,
+	poisoned, conflicted map[string]bool, unresolved map[string][]int64) string {
+	switch {
+	case o.Generation != v.gen:
+		return "stale_generation"
+	case o.EndDigest != st.EndDigest || o.EndDigest != b.EndDigest.String():
+		return "ancestor_mismatch"
+	case o.StartDigest != b.StartDigest.String():
+		return "start_mismatch"
+	case o.EnvelopeFP != b.Fingerprint.String():
+		return "envelope_mismatch"
+	case !o.Replayable || o.PayloadID == 0 || o.PayloadID != st.PayloadID:
+		return "not_replayable"
+	case conflicted[o.EndDigest]:
+		return "end_conflict"
+	case poisoned[o.StartDigest]:
+		return "start_poisoned"
+	}
+	for _, id := range unresolved[o.StartDigest] {
+		if id != o.IntentID {
+			return "competing_intent"
+		}
+	}
+	if !v.snapshotAccepted(o.ModelSnapshot) {
+		return "snapshot_rejected"
+	}
+	return ""
+}
+
+// snapshotAccepted accepts the scope's latest observed snapshot, or one
+// observed within SnapshotWindow.
+func (v *validator) snapshotAccepted(name string) bool {
+	if name == "" {
+		return false
+	}
+	if !v.snapsLoaded {
+		snaps, err := v.e.store.Snapshots(v.ctx, v.sc.ID)
+		if err != nil {
+			return false
+		}
+		v.snaps, v.snapsLoaded = snaps, true
+	}
+	for i, sn := range v.snaps {
+		if sn.Snapshot == name {
+			return i == 0 || v.now.Sub(sn.LastSeen) <= SnapshotWindow
+		}
+	}
+	return false
+}
+
+// itemHead is what the planner reads of an item.
+type itemHead struct {
+	Type   string `json:"type"`
+	Role   string `json:"role"`
+	CallID string `json:"call_id"`
+}
+
+// payloadItems splits a stored output array into its items (exact bytes)
+// and checks that every item is one the relay replays.
+func payloadItems(output json.RawMessage) ([]json.RawMessage, bool) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(output, &items); err != nil || len(items) == 0 {
+		return nil, false
+	}
+	for _, it := range items {
+		var h itemHead
+		if json.Unmarshal(it, &h) != nil {
+			return nil, false
+		}
+		switch h.Type {
+		case "reasoning", "function_call", "custom_tool_call":
+		case "message":
+			if h.Role != "assistant" {
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
+	}
+	return items, true
+}
+
+// sameCalls reports whether the original items carry exactly the tool
+// call ids, in order, of the translated items they replace, so the tool
+// results that follow still answer them.
+func sameCalls(original, translated []json.RawMessage) bool {
+	a, okA := callIDs(original)
+	b, okB := callIDs(translated)
+	return okA && okB && slices.Equal(a, b)
+}
+
+func callIDs(items []json.RawMessage) ([]string, bool) {
+	var ids []string
+	for _, it := range items {
+		var h itemHead
+		if json.Unmarshal(it, &h) != nil {
+			return nil, false
+		}
+		if h.Type == "function_call" || h.Type == "custom_tool_call" {
+			ids = append(ids, h.CallID)
+		}
+	}
+	return ids, true
+}

@@ -1,0 +1,252 @@
+package reasoningcache
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"go.uber.org/zap"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/canonical"
+	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/ledger"
+)
+
+// ErrUnavailable means the cache could not record what it needs to keep a
+// forwarded request safe (a required marker or intent could not be
+// persisted): the relay must answer 503 instead of forwarding.
+var ErrUnavailable = errors.New("reasoningcache: cache unavailable")
+
+// Request is one translated request as the handler knows it.
+type Request struct {
+	// Scope is the request's scope with the raw credential, relay token
+	// and caller values; the engine keys them with the ledger's secret.
+	Scope canonical.Scope
+	// History is the client's visible envelopes: Chat messages, or the
+	// Responses input items (a string input is one JSON string).
+	History []json.RawMessage
+	// Spans[i] is the [from, to) range of Input that History[i] was
+	// translated to. Ranges are in order and do not overlap; an envelope
+	// may translate to nothing (from == to).
+	Spans [][2]int
+	// Input is the translated Responses input.
+	Input []json.RawMessage
+	// PromptCacheKey asks the engine to derive a prompt_cache_key (the
+	// client sent none).
+	PromptCacheKey bool
+}
+
+// Prepare identifies the request, plans which earlier assistant blocks to
+// replay and commits the dispatch intent, all before it returns; the
+// upstream request may be sent only then, with Session.Input.
+//
+// A request the cache cannot handle still gets a Session, a pass-through
+// one (Skip says why): deterministic refusals (limits, unidentifiable
+// input) skip with no intent and no marker; a request that cannot get a
+// session (capacity) or whose intent cannot be written gets a start-poison
+// marker for its position. Only when that marker cannot be persisted does
+// Prepare fail, with ErrUnavailable. Other errors are caller mistakes (an
+// invalid Scope).
+func (e *Engine) Prepare(ctx context.Context, req Request) (*Session, error) {
+	pass := func(reason string) *Session {
+		s := newSession(e, nil)
+		s.input, s.plain, s.skip = req.Input, req.Input, reason
+		e.log.Debug("reasoning cache", zap.String("reason", reason))
+		return s
+	}
+	if !e.store.Enabled() {
+		return pass("disabled"), nil
+	}
+	if !validSpans(req.Spans, len(req.History), len(req.Input)) {
+		return pass("invalid_spans"), nil
+	}
+	d, err := canonical.HistoryDigests(e.secret, req.Scope, req.History, e.cfg.Limits)
+	if err != nil {
+		return nil, fmt.Errorf("reasoningcache: identify: %w", err)
+	}
+	if !d.Eligible() {
+		return pass("refused_" + string(d.Refusal.Reason)), nil
+	}
+	var key string
+	if req.PromptCacheKey {
+		key = e.promptCacheKey(req.Scope.Shape, req.History, d)
+	}
+	sc := ledger.Scope{ID: d.Scope.String(), Model: req.Scope.Model, Caller: e.callerFP(req.Scope.Caller)}
+	if len(sc.Model) > 256 {
+		s := pass("model_too_long")
+		s.key = key
+		return s, nil
+	}
+	start := d.Final().String()
+	var histBytes int64
+	for _, env := range req.History {
+		histBytes += int64(len(env))
+	}
+	l := e.acquire(SessionBase + 2*e.cfg.EntryAllowance + 2*histBytes)
+	if l == nil {
+		if err := e.poisonStart(ctx, sc, start, "capacity"); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		s := pass("capacity")
+		s.key = key
+		return s, nil
+	}
+	s := newSession(e, l)
+	s.scope, s.shape, s.d, s.key = sc, req.Scope.Shape, d, key
+	s.plain, s.input = req.Input, req.Input
+	s.start, s.position = start, int64(len(req.History))
+
+	if err := e.dispatch(ctx, s, &req); err != nil {
+		l.release()
+		s.ended = true
+		return nil, err
+	}
+	return s, nil
+}
+
+// dispatch plans, reserves the replayed bytes and creates the intent,
+// replanning once after a validation failure and then dispatching without
+// replay.
+func (e *Engine) dispatch(ctx context.Context, s *Session, req *Request) error {
+	var reserved int64 // replay bytes already added to the lease
+	for attempt := 0; ; attempt++ {
+		var p plan
+		if attempt < 2 {
+			var reason string
+			p, reason = e.plan(ctx, s.scope, s.d, req)
+			if reason != "" {
+				e.log.Debug("reasoning cache", zap.String("reason", reason))
+			}
+			if need := 2 * p.bytes; len(p.steps) > 0 && need > reserved {
+				if !s.lease.grow(need - reserved) {
+					e.log.Debug("reasoning cache", zap.String("reason", "replay_capacity"))
+					p = plan{}
+				} else {
+					reserved = need
+				}
+			}
+		}
+		creq := ledger.CreateIntentRequest{
+			Scope: s.scope, StartDigest: s.start, StartPosition: s.position,
+			Deadline: e.cfg.Now().Add(e.cfg.GenerationTimeout),
+		}
+		if len(p.steps) > 0 {
+			creq.Generation, creq.Plan = p.gen, p.steps
+		}
+		id, err := e.store.CreateIntent(ctx, creq)
+		if err == nil {
+			s.intent, s.gen, s.plan = id, p.gen, p.steps
+			if len(p.steps) > 0 {
+				s.input = p.apply(req)
+				s.replayed = len(p.steps)
+			}
+			return nil
+		}
+		var ve *ledger.ValidationError
+		switch {
+		case ledger.IsReason(err, ledger.ReasonStartPoisoned) && len(creq.Plan) == 0:
+			s.skip = "start_poisoned"
+			return nil
+		case errors.Is(err, ledger.ErrDisabled):
+			s.skip = "disabled"
+			return nil
+		case errors.As(err, &ve) && len(creq.Plan) > 0 && attempt < 2:
+			e.log.Debug("reasoning cache", zap.String("reason", "replan_"+string(ve.Reason)))
+			continue
+		}
+		// The request would go out unrecorded: poison its position first.
+		if perr := e.poisonStart(ctx, s.scope, s.start, "dispatch_failed"); perr != nil {
+			return fmt.Errorf("%w: %w", ErrUnavailable, errors.Join(err, perr))
+		}
+		s.skip = "dispatch_failed"
+		e.log.Debug("reasoning cache", zap.String("reason", "dispatch_failed"), zap.Error(err))
+		return nil
+	}
+}
+
+// poisonStart writes a start-poison marker for a request's position.
+func (e *Engine) poisonStart(ctx context.Context, sc ledger.Scope, start, reason string) error {
+	_, err := e.store.WriteMarkers(ctx, sc, []ledger.Marker{{Kind: ledger.MarkerStartPoison, Digest: start, Reason: reason}})
+	return err
+}
+
+// callerFP is the caller fingerprint stored with a scope: the same keyed
+// hash the canonical scope uses, or "" without a caller.
+func (e *Engine) callerFP(caller string) string {
+	if caller == "" {
+		return ""
+	}
+	m := hmac.New(sha256.New, e.secret)
+	m.Write([]byte("caller\x00"))
+	m.Write([]byte(caller))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// promptCacheKey derives a per-conversation key from the prefix digest
+// after the first user message (which covers the scope, any system and
+// developer messages and the opening request), keyed with the secret: the
+// same for every turn of one conversation, different across scopes and
+// conversations, and revealing nothing about either. 64 hex digits.
+func (e *Engine) promptCacheKey(shape canonical.Shape, history []json.RawMessage, d *canonical.Digests) string {
+	at := len(history)
+	for i, env := range history {
+		if d.Kinds[i] == canonical.KindOther && isUserMessage(shape, env) {
+			at = i + 1
+			break
+		}
+	}
+	m := hmac.New(sha256.New, e.secret)
+	m.Write([]byte(canonical.FormatID + "/prompt_cache_key\x00"))
+	m.Write(d.Boundaries[at][:])
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func isUserMessage(shape canonical.Shape, env json.RawMessage) bool {
+	if shape == canonical.ShapeResponses && len(env) > 0 && env[0] == '"' {
+		return true
+	}
+	var m struct {
+		Role string `json:"role"`
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(env, &m) != nil {
+		return false
+	}
+	return m.Role == "user" && (m.Type == "" || m.Type == "message")
+}
+
+// validSpans checks that spans cover input in order without overlap.
+func validSpans(spans [][2]int, envelopes, inputs int) bool {
+	if len(spans) != envelopes {
+		return false
+	}
+	prev := 0
+	for _, sp := range spans {
+		if sp[0] < prev || sp[1] < sp[0] || sp[1] > inputs {
+			return false
+		}
+		prev = sp[1]
+	}
+	return true
+}
+
+// replaceRanges returns input with each [from, to) range replaced by its
+// items; ranges are in order and disjoint.
+func replaceRanges(input []json.RawMessage, ranges [][2]int, items [][]json.RawMessage) []json.RawMessage {
+	n := len(input)
+	for i, r := range ranges {
+		n += len(items[i]) - (r[1] - r[0])
+	}
+	out := make([]json.RawMessage, 0, n)
+	prev := 0
+	for i, r := range ranges {
+		out = append(out, input[prev:r[0]]...)
+		out = append(out, items[i]...)
+		prev = r[1]
+	}
+	return slices.Clip(append(out, input[prev:]...))
+}

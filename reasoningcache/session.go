@@ -1,0 +1,204 @@
+package reasoningcache
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/canonical"
+	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/ledger"
+)
+
+// Session is one request's use of the cache, from Prepare to exactly one
+// of Delivered, Abandon or Release; the first of those ends it and later
+// calls (of any of the three) do nothing. A Session is not meant for use
+// from several goroutines at once, but its methods are serialized, so
+// doing so is safe.
+//
+// A session holds part of the memory budget until it ends. A session that
+// is dropped without being ended cannot leak that memory: a cleanup
+// registered with the runtime returns it once the Session is unreachable.
+// Its intent, if any, then stays unresolved in the ledger until Sweep (or
+// the next startup) poisons and removes it, which is the safe outcome for
+// a request whose fate is unknown.
+type Session struct {
+	e     *Engine
+	scope ledger.Scope
+	shape canonical.Shape
+	d     *canonical.Digests
+
+	plain    []json.RawMessage // the translated input as the handler gave it
+	input    []json.RawMessage // what to send upstream
+	key      string
+	replayed int
+	skip     string
+
+	gen      int64
+	start    string
+	position int64
+	plan     []ledger.PlanStep
+
+	mu        sync.Mutex
+	intent    int64 // 0: nothing to resolve (pass-through, or already ended in the ledger)
+	completed bool  // Complete ran
+	ended     bool
+	lease     *lease
+}
+
+// newSession registers the lease cleanup.
+func newSession(e *Engine, l *lease) *Session {
+	s := &Session{e: e, lease: l}
+	if l != nil {
+		runtime.AddCleanup(s, func(l *lease) { l.release() }, l)
+	}
+	return s
+}
+
+// Input returns the input to send upstream: the translated input with the
+// planned blocks replaced, or the original when nothing is replayed.
+func (s *Session) Input() []json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.input
+}
+
+// PromptCacheKey returns the derived prompt_cache_key, or "" unless the
+// request asked for one (and its history could be identified).
+func (s *Session) PromptCacheKey() string { return s.key }
+
+// Replayed returns how many assistant blocks Input replays.
+func (s *Session) Replayed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.replayed
+}
+
+// Skip returns "" when the request runs with the full cache (planned,
+// dispatched and captured), or the fixed reason code why caching is off
+// for it: a canonical refusal ("refused_" + reason), "capacity",
+// "disabled", "start_poisoned", "invalid_spans", ...
+func (s *Session) Skip() string { return s.skip }
+
+// Dispatched reports whether the session holds a ledger intent: the
+// output of this request will be observed.
+func (s *Session) Dispatched() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.intent != 0
+}
+
+// DropReplay is for an upstream that rejected the replayed reasoning (400
+// invalid_encrypted_content or 404 item not found) before any byte reached
+// the client: it writes end-conflict markers for exactly the replayed
+// records, resolves the intent and dispatches a fresh one without replay,
+// and returns the plain input to resend. With nothing replayed it returns
+// the current input and changes nothing. An error means the resend would
+// not be recorded safely: the handler should answer with an error instead
+// (errors.Is(err, ErrUnavailable)).
+func (s *Session) DropReplay(ctx context.Context) ([]json.RawMessage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended || s.completed || s.replayed == 0 || s.intent == 0 {
+		return s.input, nil
+	}
+	e := s.e
+	markers := make([]ledger.Marker, len(s.plan))
+	for i, st := range s.plan {
+		markers[i] = ledger.Marker{Kind: ledger.MarkerEndConflict, Digest: st.EndDigest, Reason: "upstream_rejected_replay", IntentID: s.intent}
+	}
+	if _, err := e.store.WriteMarkers(ctx, s.scope, markers); err != nil {
+		return nil, fmt.Errorf("%w: drop replay: %w", ErrUnavailable, err)
+	}
+	if err := e.store.ResolveIntent(ctx, s.intent); err != nil && !ledger.IsReason(err, ledger.ReasonIntentMissing) {
+		return nil, fmt.Errorf("%w: drop replay: %w", ErrUnavailable, err)
+	}
+	s.intent = 0
+	s.input, s.replayed, s.plan = s.plain, 0, nil
+	id, err := e.store.CreateIntent(ctx, ledger.CreateIntentRequest{
+		Scope: s.scope, StartDigest: s.start, StartPosition: s.position,
+		Deadline: e.cfg.Now().Add(e.cfg.GenerationTimeout),
+	})
+	if err != nil {
+		if ledger.IsReason(err, ledger.ReasonStartPoisoned) {
+			s.skip = "start_poisoned"
+			return s.input, nil
+		}
+		if perr := e.poisonStart(ctx, s.scope, s.start, "dispatch_failed"); perr != nil {
+			return nil, fmt.Errorf("%w: drop replay: %w", ErrUnavailable, perr)
+		}
+		s.skip = "dispatch_failed"
+		return s.input, nil
+	}
+	s.intent = id
+	e.log.Debug("reasoning cache", zap.String("reason", "replay_dropped"), zap.Int("records", len(markers)))
+	return s.input, nil
+}
+
+// Delivered ends the session after the response was delivered to the
+// client: the intent is resolved.
+func (s *Session) Delivered(ctx context.Context) {
+	s.finish(ctx, "")
+}
+
+// Abandon ends the session for an unknown or interrupted outcome (the
+// client went away, the stream broke, Complete was never reached): a
+// start-poison marker covers the request's start position (and its end
+// once it reached delivery) and the intent is removed. why is a short
+// reason code ([a-z0-9_], at most 64 bytes; anything else is recorded as
+// "abandoned").
+func (s *Session) Abandon(ctx context.Context, why string) {
+	if !reasonCode(why) {
+		why = "abandoned"
+	}
+	s.finish(ctx, why)
+}
+
+// Release ends the session after a known failure without output (an
+// upstream HTTP error before any stream): the intent is resolved without a
+// marker.
+func (s *Session) Release(ctx context.Context) {
+	s.finish(ctx, "")
+}
+
+func (s *Session) finish(ctx context.Context, poison string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return
+	}
+	s.ended = true
+	defer s.lease.release()
+	if s.intent == 0 {
+		return
+	}
+	id := s.intent
+	s.intent = 0
+	var err error
+	if poison != "" {
+		err = s.e.store.PoisonIntent(ctx, id, poison)
+	} else {
+		err = s.e.store.ResolveIntent(ctx, id)
+	}
+	if err != nil && !ledger.IsReason(err, ledger.ReasonIntentMissing) {
+		// The intent stays unresolved; Sweep or the next startup poisons it.
+		s.e.log.Debug("reasoning cache", zap.String("reason", "resolve_failed"), zap.Error(err))
+	}
+}
+
+// reasonCode reports whether c is a loggable fixed code.
+func reasonCode(c string) bool {
+	if c == "" || len(c) > 64 {
+		return false
+	}
+	for i := 0; i < len(c); i++ {
+		b := c[i]
+		if !(b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '_') {
+			return false
+		}
+	}
+	return true
+}
