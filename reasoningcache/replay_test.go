@@ -309,7 +309,7 @@ func TestScopesNeverShare(t *testing.T) {
 	c.assistant(0, mixedTurns[0])
 	c.user("q2")
 	for name, mutate := range map[string]func(*canonical.Scope){
-		"relay token": func(s *canonical.Scope) { s.RelayToken = "relay-token-2" },
+		"relay token":  func(s *canonical.Scope) { s.RelayToken = "relay-token-2" },
 		"upstream key": func(s *canonical.Scope) { s.Credential = "sk-test-2" },
 		"caller":       func(s *canonical.Scope) { s.Caller = "bob" },
 		"model":        func(s *canonical.Scope) { s.Model = "gpt-5.2-codex" },
