@@ -6,54 +6,84 @@ import (
 	"unicode/utf8"
 )
 
-// String scanning. A JSON string is scanned in blocks of 64 bytes: a
-// branch-free pass builds a 64-bit mask with one bit per byte that needs
-// attention ('"', '\\', a control character or a non-ASCII byte), and only
-// those bytes are visited, in order. Runs of plain bytes cost a few
-// arithmetic operations per eight bytes, and the only data-dependent
-// branches are per special byte, not per word, which matters for tool
-// outputs that carry an escape every couple of dozen bytes.
+// String scanning. A JSON string is scanned in blocks of 64 bytes. A
+// branch-free pass classifies the block into 64-bit masks with one bit per
+// byte (quotes, backslashes, the letters b f n r t, and control or
+// non-ASCII bytes); the escaped bytes follow from the backslash mask by
+// carry arithmetic; and a few mask operations then find the closing quote
+// and check every escape at once. Bytes are only visited one by one for
+// what is rare in practice: \/ and \u escapes, errors, and non-ASCII
+// characters (to validate them). Tool outputs carry an escape every couple
+// of dozen bytes, so a scanner that branches per escape mispredicts a lot.
 
 const (
 	ones  = 0x0101010101010101
 	highs = 0x8080808080808080
 	lows  = 0x7f7f7f7f7f7f7f7f
+	odds  = 0xaaaaaaaaaaaaaaaa // bits 1, 3, 5, ...
 )
 
-// specialBits returns the high bit of every byte of x that is '"', '\\',
-// below 0x20 or above 0x7f. The test is exact per byte (no carries cross
-// byte boundaries).
-func specialBits(x uint64) uint64 {
-	q := x ^ ('"' * ones)
-	b := x ^ ('\\' * ones)
-	notQ := (q&lows + lows) | q     // high bit set: byte != '"'
-	notB := (b&lows + lows) | b     // high bit set: byte != '\\'
+// masks are the classes of the 64 bytes of one block, bit j for byte j.
+type masks struct {
+	quote, backslash uint64
+	letter           uint64 // b, f, n, r or t: with '"' and '\\' the short escapes
+	other            uint64 // below 0x20 or above 0x7f
+}
+
+// notEqual returns the high bit of every byte of x that differs from c.
+// The test is exact per byte (no carries cross byte boundaries).
+func notEqual(x uint64, c byte) uint64 {
+	y := x ^ (uint64(c) * ones)
+	return (y&lows + lows) | y
+}
+
+// wordClasses classifies the eight bytes of x like blockMasks, as the
+// high bit of each byte.
+func wordClasses(x uint64) masks {
+	letter := notEqual(x, 'b') & notEqual(x, 'f') & notEqual(x, 'n') & notEqual(x, 'r') & notEqual(x, 't')
 	printable := x&lows + 0x60*ones // high bit set: low seven bits >= 0x20
-	return (^(notQ & notB & printable) | x) & highs
+	return masks{
+		quote:     ^notEqual(x, '"') & highs,
+		backslash: ^notEqual(x, '\\') & highs,
+		letter:    ^letter & highs,
+		other:     (^printable | x) & highs,
+	}
 }
 
 // movemask packs the high bits of the eight bytes of m (and nothing else
 // set) into the low eight bits, byte 0 first.
 func movemask(m uint64) uint64 { return (m * 0x0002040810204081) >> 56 }
 
-// blockMaskSWAR returns bit j set for every special byte p[j], eight
-// bytes at a time in general-purpose registers. It is blockMask where no
-// vector version exists, and the reference for the vector version.
-func blockMaskSWAR(p *[64]byte) uint64 {
-	m0 := movemask(specialBits(binary.LittleEndian.Uint64(p[0:])))
-	m1 := movemask(specialBits(binary.LittleEndian.Uint64(p[8:])))
-	m2 := movemask(specialBits(binary.LittleEndian.Uint64(p[16:])))
-	m3 := movemask(specialBits(binary.LittleEndian.Uint64(p[24:])))
-	m4 := movemask(specialBits(binary.LittleEndian.Uint64(p[32:])))
-	m5 := movemask(specialBits(binary.LittleEndian.Uint64(p[40:])))
-	m6 := movemask(specialBits(binary.LittleEndian.Uint64(p[48:])))
-	m7 := movemask(specialBits(binary.LittleEndian.Uint64(p[56:])))
-	return m0 | m1<<8 | m2<<16 | m3<<24 | m4<<32 | m5<<40 | m6<<48 | m7<<56
+// blockMasksSWAR classifies p eight bytes at a time in general-purpose
+// registers. It is blockMasks where no vector version exists, and the
+// reference for the vector version.
+func blockMasksSWAR(p *[64]byte) masks {
+	var m masks
+	for w := 0; w < 64; w += 8 {
+		c := wordClasses(binary.LittleEndian.Uint64(p[w:]))
+		m.quote |= movemask(c.quote) << w
+		m.backslash |= movemask(c.backslash) << w
+		m.letter |= movemask(c.letter) << w
+		m.other |= movemask(c.other) << w
+	}
+	return m
 }
 
-// shortEscapeChar marks the characters that may follow a backslash in a
-// canonical string: " \\ b f n r t.
-var shortEscapeChar = [256]bool{'"': true, '\\': true, 'b': true, 'f': true, 'n': true, 'r': true, 't': true}
+// escapes finds the escaped bytes of a block: the byte after every
+// backslash that starts an escape (a run of n backslashes starts
+// ceil(n/2) escapes, every other one). carry is 1 when the first byte of
+// the block is escaped by the last backslash of the previous block, and is
+// updated for the next block. It returns the escaped bytes and the
+// backslashes that start an escape. This is the carry arithmetic of
+// simdjson's escape scanner.
+func escapes(backslash uint64, carry *uint64) (escaped, starts uint64) {
+	potential := backslash &^ *carry
+	code := ((potential<<1 | odds) - potential) ^ odds
+	escaped = code ^ (backslash | *carry)
+	starts = code & backslash
+	*carry = starts >> 63
+	return escaped, starts
+}
 
 // str scans a string whose opening quote has been consumed. Contents that
 // are already in RFC 8785 form (valid UTF-8, only the escapes \" \\ \b \f
@@ -70,87 +100,62 @@ func (p *parser) str(isKey bool) (s span, size int64, ok bool) {
 	start := p.pos
 	// Short strings (most keys and type names) end in their first word.
 	if start+8 <= len(src) {
-		if m := specialBits(binary.LittleEndian.Uint64(src[start:])); m != 0 {
-			if j := start + bits.TrailingZeros64(m)>>3; src[j] == '"' {
-				p.pos = j + 1
-				return span{off: uint32(start), n: uint32(j - start)}, int64(j-start) + 2, true
-			}
+		c := wordClasses(binary.LittleEndian.Uint64(src[start:]))
+		if m := c.quote | c.backslash | c.other; m != 0 && m&-m == c.quote&-c.quote {
+			j := start + bits.TrailingZeros64(m)>>3
+			p.pos = j + 1
+			return span{off: uint32(start), n: uint32(j - start)}, int64(j-start) + 2, true
 		}
 	}
 	canonical, escaped, badUTF8 := true, false, false
-	var carry uint64 // bits of the next block consumed by the previous one
+	var carry, consumed uint64 // escape and UTF-8 carries into the next block
+	var tail [64]byte
 	end := -1
 	for base := start; end < 0; base += 64 {
 		if base >= len(src) {
 			return s, 0, p.fail(ReasonSyntax)
 		}
-		var m uint64
+		blk := &tail
 		if base+64 <= len(src) {
-			m = blockMask((*[64]byte)(src[base:]))
+			blk = (*[64]byte)(src[base:])
 		} else {
 			// The last partial block: zero padding reads as a control
-			// character, which the loop below turns into "unterminated".
-			var tail [64]byte
+			// character, which turns into "unterminated" below.
 			copy(tail[:], src[base:])
-			m = blockMask(&tail)
 		}
-		m &^= carry
-		carry = 0
-		for m != 0 {
-			j := bits.TrailingZeros64(m)
-			pos := base + j
-			if pos >= len(src) {
-				return s, 0, p.fail(ReasonSyntax)
+		m := blockMasks(blk)
+		esc, starts := escapes(m.backslash, &carry)
+		below := ^uint64(0)
+		if stop := m.quote &^ esc; stop != 0 {
+			end = base + bits.TrailingZeros64(stop)
+			below = stop&-stop - 1
+		}
+		if starts&below != 0 {
+			escaped = true
+		}
+		// Escaped bytes other than " \\ b f n r t: \/, \u or an error.
+		if odd := esc & below &^ (m.quote | m.backslash | m.letter); odd != 0 {
+			if !p.oddEscapes(src, base, odd, &canonical) {
+				return s, 0, false
 			}
-			c := src[pos]
-			if c == '"' {
-				end = pos
-				break
-			}
-			if c == '\\' {
-				escaped = true
-				if pos+1 >= len(src) {
-					return s, 0, p.fail(ReasonSyntax)
-				}
-				// The escaped character is consumed with the backslash.
-				m &^= 3 << j
-				carry = uint64(j+1) >> 6 // 1 when j == 63
-				e := src[pos+1]
-				if shortEscapeChar[e] {
-					continue
-				}
-				switch e {
-				case '/':
-					canonical = false
-				case 'u':
-					if pos+6 > len(src) {
-						return s, 0, p.fail(ReasonSyntax)
-					}
-					h, lower, ok := hex4(src[pos+2 : pos+6])
-					if !ok {
-						return s, 0, p.fail(ReasonSyntax)
-					}
-					if h >= 0x20 || shortEscape(byte(h)) != 0 || !lower {
-						canonical = false
-					}
-				default:
-					return s, 0, p.fail(ReasonSyntax)
-				}
-				continue
-			}
-			if c < 0x20 {
+		}
+		other := m.other & below &^ consumed
+		consumed = 0
+		for other != 0 {
+			j := bits.TrailingZeros64(other)
+			if blk[j] < 0x20 {
 				return s, 0, p.fail(ReasonSyntax)
 			}
 			// A non-ASCII byte: validate one character and consume it.
-			r, n := utf8.DecodeRune(src[pos:])
+			r, n := utf8.DecodeRune(src[base+j:])
 			if r == utf8.RuneError && n == 1 {
 				badUTF8 = true
 			}
 			if j+n <= 64 {
-				m &^= (1<<n - 1) << j
+				other &^= (1<<n - 1) << j
 			} else {
-				m &^= ^uint64(0) << j
-				carry = 1<<(j+n-64) - 1
+				other &^= ^uint64(0) << j
+				consumed = 1<<(j+n-64) - 1
 			}
 		}
 	}
@@ -163,4 +168,35 @@ func (p *parser) str(isKey bool) (s span, size int64, ok bool) {
 		return span{off: uint32(start), n: uint32(len(raw))}, int64(len(raw)) + 2, true
 	}
 	return p.decode(raw)
+}
+
+// oddEscapes checks the escaped bytes of the block at base that are not a
+// short escape letter: \/ (valid, not canonical), \u with four hex digits
+// (not canonical unless it is a lowercase \u00xx for a control character
+// without a short form) or a syntax error.
+func (p *parser) oddEscapes(src []byte, base int, odd uint64, canonical *bool) bool {
+	for ; odd != 0; odd &= odd - 1 {
+		pos := base + bits.TrailingZeros64(odd)
+		if pos >= len(src) {
+			return p.fail(ReasonSyntax)
+		}
+		switch src[pos] {
+		case '/':
+			*canonical = false
+		case 'u':
+			if pos+5 > len(src) {
+				return p.fail(ReasonSyntax)
+			}
+			h, lower, ok := hex4(src[pos+1 : pos+5])
+			if !ok {
+				return p.fail(ReasonSyntax)
+			}
+			if h >= 0x20 || shortEscape(byte(h)) != 0 || !lower {
+				*canonical = false
+			}
+		default:
+			return p.fail(ReasonSyntax)
+		}
+	}
+	return true
 }

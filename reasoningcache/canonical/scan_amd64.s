@@ -2,21 +2,26 @@
 
 #include "textflag.h"
 
-// Sixteen copies of '"', '\\' and 0x20.
-DATA quotes<>+0(SB)/8, $0x2222222222222222
-DATA quotes<>+8(SB)/8, $0x2222222222222222
-GLOBL quotes<>(SB), RODATA|NOPTR, $16
-DATA backslashes<>+0(SB)/8, $0x5c5c5c5c5c5c5c5c
-DATA backslashes<>+8(SB)/8, $0x5c5c5c5c5c5c5c5c
-GLOBL backslashes<>(SB), RODATA|NOPTR, $16
-DATA spaces<>+0(SB)/8, $0x2020202020202020
-DATA spaces<>+8(SB)/8, $0x2020202020202020
-GLOBL spaces<>(SB), RODATA|NOPTR, $16
+// Sixteen copies of each byte the scanner compares with.
+#define BYTES16(name, b8) \
+	DATA name<>+0(SB)/8, $b8 \
+	DATA name<>+8(SB)/8, $b8 \
+	GLOBL name<>(SB), RODATA|NOPTR, $16
 
-// MASK16 sets the low 16 bits of dst for the special bytes of the 16 bytes
-// at off(SI): equal to '"' (X1) or '\\' (X2), or below 0x20 as a signed
-// byte (X3), which takes in every byte above 0x7f.
-#define MASK16(off, dst) \
+BYTES16(quotes, 0x2222222222222222)
+BYTES16(backslashes, 0x5c5c5c5c5c5c5c5c)
+BYTES16(spaces, 0x2020202020202020)
+BYTES16(lettersB, 0x6262626262626262)
+BYTES16(lettersF, 0x6666666666666666)
+BYTES16(lettersN, 0x6e6e6e6e6e6e6e6e)
+BYTES16(lettersR, 0x7272727272727272)
+BYTES16(lettersT, 0x7474747474747474)
+
+// CLASS16 classifies the 16 bytes at off(SI) into 16-bit masks: equal to
+// '"' (X1) in q, equal to '\\' (X2) in b, equal to one of b f n r t
+// (X7-X11) in l, and below 0x20 as a signed byte (X3), which takes in
+// every byte above 0x7f, in o.
+#define CLASS16(off, q, b, l, o) \
 	MOVOU off(SI), X0 \
 	MOVO  X0, X4 \
 	PCMPEQB X1, X4 \
@@ -24,25 +29,57 @@ GLOBL spaces<>(SB), RODATA|NOPTR, $16
 	PCMPEQB X2, X5 \
 	MOVO  X3, X6 \
 	PCMPGTB X0, X6 \
-	POR   X5, X4 \
-	POR   X6, X4 \
-	PMOVMSKB X4, dst
+	MOVO  X0, X12 \
+	PCMPEQB X7, X12 \
+	MOVO  X0, X13 \
+	PCMPEQB X8, X13 \
+	POR   X13, X12 \
+	MOVO  X0, X13 \
+	PCMPEQB X9, X13 \
+	POR   X13, X12 \
+	MOVO  X0, X13 \
+	PCMPEQB X10, X13 \
+	POR   X13, X12 \
+	MOVO  X0, X13 \
+	PCMPEQB X11, X13 \
+	POR   X13, X12 \
+	PMOVMSKB X4, q \
+	PMOVMSKB X5, b \
+	PMOVMSKB X12, l \
+	PMOVMSKB X6, o
 
-// func blockMask(p *[64]byte) uint64
-TEXT ·blockMask(SB), NOSPLIT, $0-16
+// MERGE ORs the 16-bit masks of one chunk, shifted into place, into the
+// results in R8-R11.
+#define MERGE(shift, q, b, l, o) \
+	SHLQ $shift, q \
+	SHLQ $shift, b \
+	SHLQ $shift, l \
+	SHLQ $shift, o \
+	ORQ q, R8 \
+	ORQ b, R9 \
+	ORQ l, R10 \
+	ORQ o, R11
+
+// func blockMasksSSE2(p *[64]byte) (quote, backslash, letter, other uint64)
+TEXT ·blockMasksSSE2(SB), NOSPLIT, $0-40
 	MOVQ p+0(FP), SI
 	MOVOU quotes<>(SB), X1
 	MOVOU backslashes<>(SB), X2
 	MOVOU spaces<>(SB), X3
-	MASK16(0, AX)
-	MASK16(16, BX)
-	MASK16(32, CX)
-	MASK16(48, DX)
-	SHLQ $16, BX
-	SHLQ $32, CX
-	SHLQ $48, DX
-	ORQ BX, AX
-	ORQ DX, CX
-	ORQ CX, AX
-	MOVQ AX, ret+8(FP)
+	MOVOU lettersB<>(SB), X7
+	MOVOU lettersF<>(SB), X8
+	MOVOU lettersN<>(SB), X9
+	MOVOU lettersR<>(SB), X10
+	MOVOU lettersT<>(SB), X11
+	CLASS16(0, R8, R9, R10, R11)
+	CLASS16(16, AX, BX, CX, DX)
+	MERGE(16, AX, BX, CX, DX)
+	CLASS16(32, AX, BX, CX, DX)
+	MERGE(32, AX, BX, CX, DX)
+	CLASS16(48, AX, BX, CX, DX)
+	MERGE(48, AX, BX, CX, DX)
+	MOVQ R8, quote+8(FP)
+	MOVQ R9, backslash+16(FP)
+	MOVQ R10, letter+24(FP)
+	MOVQ R11, other+32(FP)
 	RET

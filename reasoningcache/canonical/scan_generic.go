@@ -2,6 +2,5 @@
 
 package canonical
 
-// blockMask returns bit j set for every special byte p[j] ('"', '\\',
-// below 0x20 or above 0x7f).
-func blockMask(p *[64]byte) uint64 { return blockMaskSWAR(p) }
+// blockMasks classifies the 64 bytes of p.
+func blockMasks(p *[64]byte) masks { return blockMasksSWAR(p) }

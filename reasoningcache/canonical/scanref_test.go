@@ -9,6 +9,10 @@ import (
 	"unicode/utf8"
 )
 
+// shortEscapeChar marks the characters that may follow a backslash in a
+// canonical string (for strReference): " \\ b f n r t.
+var shortEscapeChar = [256]bool{'"': true, '\\': true, 'b': true, 'f': true, 'n': true, 'r': true, 't': true}
+
 // strReference is the previous string scanner (eight bytes at a time,
 // stopping at every quote and backslash, UTF-8 checked in a second pass),
 // kept as the reference that the block scanner must agree with on every
@@ -203,11 +207,12 @@ func FuzzStringScan(f *testing.F) {
 	})
 }
 
-// blockMask (the vector version where there is one) agrees with the
-// portable blockMaskSWAR and with a byte-by-byte definition.
-func TestBlockMask(t *testing.T) {
+// blockMasks (the vector version where there is one) agrees with the
+// portable blockMasksSWAR and with a byte-by-byte definition.
+func TestBlockMasks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
-	interesting := []byte{0, 0x1f, 0x20, 0x21, '"', '#', '\\', ']', 0x7f, 0x80, 0xa2, 0xdc, 0xff, 'a'}
+	interesting := []byte{0, 0x1f, 0x20, 0x21, '"', '#', '\\', ']', 0x7f, 0x80, 0xa2, 0xdc, 0xff, 'a',
+		'b', 'c', 'e', 'f', 'g', 'n', 'o', 'r', 's', 't', 'u', 'B', 'N', 0xe2, 0xee, 0xf4}
 	var p [64]byte
 	for range 20000 {
 		for j := range p {
@@ -217,17 +222,66 @@ func TestBlockMask(t *testing.T) {
 				p[j] = byte(rng.Uint32())
 			}
 		}
-		var want uint64
+		var want masks
 		for j, c := range p {
-			if c == '"' || c == '\\' || c < 0x20 || c > 0x7f {
-				want |= 1 << j
+			switch c {
+			case '"':
+				want.quote |= 1 << j
+			case '\\':
+				want.backslash |= 1 << j
+			case 'b', 'f', 'n', 'r', 't':
+				want.letter |= 1 << j
+			default:
+				if c < 0x20 || c > 0x7f {
+					want.other |= 1 << j
+				}
 			}
 		}
-		if got := blockMask(&p); got != want {
-			t.Fatalf("blockMask(%q) = %#x, want %#x", p, got, want)
+		if got := blockMasks(&p); got != want {
+			t.Fatalf("blockMasks(%q) = %+v, want %+v", p, got, want)
 		}
-		if got := blockMaskSWAR(&p); got != want {
-			t.Fatalf("blockMaskSWAR(%q) = %#x, want %#x", p, got, want)
+		if got := blockMasksSWAR(&p); got != want {
+			t.Fatalf("blockMasksSWAR(%q) = %+v, want %+v", p, got, want)
+		}
+	}
+}
+
+// escapes agrees with a byte-by-byte reading of runs of backslashes,
+// across block boundaries.
+func TestEscapes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for range 20000 {
+		var bs [4]uint64
+		for i := range bs {
+			// Dense and sparse backslashes, long runs.
+			switch rng.IntN(3) {
+			case 0:
+				bs[i] = rng.Uint64()
+			case 1:
+				bs[i] = rng.Uint64() & rng.Uint64() & rng.Uint64()
+			default:
+				bs[i] = ^(rng.Uint64() & rng.Uint64() & rng.Uint64())
+			}
+		}
+		var wantEsc, wantStarts [4]uint64
+		escapedNext := false
+		for i := range 256 {
+			isBS := bs[i/64]>>(i%64)&1 == 1
+			switch {
+			case escapedNext:
+				wantEsc[i/64] |= 1 << (i % 64)
+				escapedNext = false
+			case isBS:
+				wantStarts[i/64] |= 1 << (i % 64)
+				escapedNext = true
+			}
+		}
+		var carry uint64
+		for i := range bs {
+			esc, starts := escapes(bs[i], &carry)
+			if esc != wantEsc[i] || starts != wantStarts[i] {
+				t.Fatalf("block %d of %x: escaped %x starts %x, want %x %x", i, bs, esc, starts, wantEsc[i], wantStarts[i])
+			}
 		}
 	}
 }
