@@ -247,13 +247,16 @@ type itemHead struct {
 // payloadItems splits a stored output array into its items (exact bytes)
 // and checks that every item is one the relay replays.
 func payloadItems(output json.RawMessage) ([]json.RawMessage, bool) {
-	var items []json.RawMessage
-	if err := json.Unmarshal(output, &items); err != nil || len(items) == 0 {
+	if !json.Valid(output) {
+		return nil, false
+	}
+	items, ok := splitArray(output)
+	if !ok || len(items) == 0 {
 		return nil, false
 	}
 	for _, it := range items {
-		var h itemHead
-		if json.Unmarshal(it, &h) != nil {
+		h, ok := headOf(it)
+		if !ok {
 			return nil, false
 		}
 		switch h.Type {
@@ -281,8 +284,8 @@ func sameCalls(original, translated []json.RawMessage) bool {
 func callIDs(items []json.RawMessage) ([]string, bool) {
 	var ids []string
 	for _, it := range items {
-		var h itemHead
-		if json.Unmarshal(it, &h) != nil {
+		h, ok := headOf(it)
+		if !ok {
 			return nil, false
 		}
 		if h.Type == "function_call" || h.Type == "custom_tool_call" {
