@@ -203,15 +203,20 @@ func (s *Session) judge(out *Outcome) (verdict, []byte) {
 // project computes what the original output shows a Chat client: the
 // concatenated output_text of message items, their refusal parts and the
 // tool calls in order. supported is false when an item or part is one the
-// relay does not replay; reasoning reports a non-empty encrypted reasoning
-// item.
+// relay does not replay; reasoning reports at least one reasoning item and
+// every reasoning item carrying an id and non-empty ciphertext (an item
+// without ciphertext cannot be replayed under store:false: the upstream
+// answers 404).
 func project(items []outItem) (visible Sent, supported, reasoning bool) {
 	supported = true
+	seen, complete := false, true
+	defer func() { reasoning = seen && complete }()
 	for _, it := range items {
 		switch it.Type {
 		case "reasoning":
-			if it.EncryptedContent != nil && *it.EncryptedContent != "" && it.ID != "" {
-				reasoning = true
+			seen = true
+			if it.EncryptedContent == nil || *it.EncryptedContent == "" || it.ID == "" {
+				complete = false
 			}
 		case "message":
 			if it.Role != "assistant" {

@@ -3,4 +3,80 @@
 // crash-safe SQLite ledger (package ledger) and, at the package root, the
 // planner that decides which earlier assistant turns can be replaced by
 // their original Responses output blocks. It imports nothing from Caddy.
+//
+// # One request
+//
+// The handler translates a request, then calls Engine.Prepare with the
+// client's visible envelopes, the translated input and which input items
+// each envelope became. Prepare identifies the history
+// (canonical.HistoryDigests, keyed with the ledger's secret), plans, and
+// commits a dispatch intent before it returns; only then may the upstream
+// request start, with Session.Input. When the response has finished,
+// Session.Complete checks and records it and moves the intent to delivery,
+// before the handler writes the terminal chunk or the JSON body; after the
+// client has it, Session.Delivered resolves the intent. A session ends in
+// exactly one of Delivered, Abandon (unknown or interrupted outcome: its
+// position is poisoned) or Release (a known failure without output).
+//
+// # Planning
+//
+// The plan starts from the newest assistant block of the history: the
+// observations whose end digest equals the block's, newest first. A
+// candidate proposes its recorded ancestry (the plan it was produced with)
+// plus itself. Every step must match the block at its place in the
+// current history (start digest, end digest and envelope fingerprint, in
+// order), be of the scope's current generation, replayable with the same
+// payload, carry no end-conflict marker at its end nor start-poison marker
+// at its start, have no unresolved intent at its start other than its own
+// producing intent, and have been produced by an accepted model snapshot
+// (the scope's latest, or one observed within SnapshotWindow). The
+// payload's tool call ids must be those of the translated items it
+// replaces. The longest valid prefix of the ancestry is kept, within
+// MaxPlanRecords steps and ReplayCeiling bytes: a prefix is itself a
+// recorded ancestry, so no block is ever replayed beneath a descendant
+// that was generated without it, and blocks outside the plan are sent as
+// the client sent them. Each selected block's input range is replaced,
+// once, by the original output items exactly as stored.
+//
+// The ledger's CreateIntent revalidates the whole plan, pins it and
+// creates the intent in one commit. A validation failure replans once and
+// then dispatches without replay. Even an empty plan gets an intent, so
+// that the output is observed.
+//
+// # Capture
+//
+// Complete takes the terminal copy of the output as authoritative. For a
+// stream, each output_item.done copy must match it: for reasoning items
+// the same id, both ciphertexts non-empty and every other field equal (the
+// ciphertext bytes may differ; the terminal copy is kept, never mixed with
+// the other); any other item equal as a whole. The output must project
+// exactly onto what the client received (text, refusal, tool calls in
+// order). The client's next envelope is then predicted in the request's
+// shape, with tool arguments re-stringified as a JavaScript client does;
+// spellings that would not survive that unchanged (unsafe integers, 1.0,
+// exponents, -0, ...) refuse the prediction. The observation is committed
+// for completed and incomplete responses; a payload is admitted only for a
+// completed response of supported items whose reasoning items all carry
+// an id and ciphertext, with a non-empty visible envelope. Anything that
+// cannot be checked or predicted poisons the request's start position
+// instead: an output whose visible envelope is unknown must never let
+// another output at that position be replayed. An output with nothing
+// visible is not observed.
+//
+// # Capacity
+//
+// The memory budget M holds a shared preparation allowance (the ledger's
+// hot cache, HotCacheBytes(M), plus the canonical scratch limit plus the
+// replay ceiling) and the sessions: each holds SessionBase + 2 ×
+// EntryAllowance + 2 × (history bytes + replayed bytes), and at most
+// MaxConcurrent are live. A request that cannot get a session has its
+// start position poisoned and is forwarded without replay or capture; if
+// the marker cannot be written, Prepare returns ErrUnavailable and the
+// relay answers 503. A session nobody ends returns its bytes once it is
+// garbage; its intent is poisoned by Sweep after GenerationTimeout.
+//
+// # Logging
+//
+// The engine logs only at Debug, with a fixed "reason" code; never
+// envelopes, outputs, ciphertext or credentials.
 package reasoningcache

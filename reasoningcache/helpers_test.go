@@ -297,3 +297,12 @@ func (e *env) prepare(c *conv) *Session {
 	must(e.t, err)
 	return s
 }
+
+// prepareComplete runs one request with the given outcome and delivers it.
+func (e *env) prepareComplete(c *conv, out Outcome) *Session {
+	e.t.Helper()
+	s := e.prepare(c)
+	must(e.t, s.Complete(context.Background(), out))
+	s.Delivered(context.Background())
+	return s
+}

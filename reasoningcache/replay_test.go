@@ -415,3 +415,37 @@ func TestSnapshotAcceptance(t *testing.T) {
 	}
 	s.Release(context.Background())
 }
+
+func TestReasoningWithoutCiphertextIsNotAdmitted(t *testing.T) {
+	for name, extra := range map[string]string{
+		"null ciphertext":  `{"type":"reasoning","id":"rs_x","summary":[],"encrypted_content":null}`,
+		"empty ciphertext": `{"type":"reasoning","id":"rs_x","summary":[],"encrypted_content":""}`,
+		"no id":            `{"type":"reasoning","summary":[],"encrypted_content":"gAAAA-x"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, Config{})
+			c := newConv(t, canonical.ShapeChat)
+			c.user("q1")
+			out := turn{text: "hi"}.outcome(0)
+			out.Output = append([]json.RawMessage{json.RawMessage(extra)}, out.Output...)
+			e.prepareComplete(c, out)
+			c.assistant(0, turn{text: "hi"})
+			c.user("q2")
+			s := e.prepare(c)
+			defer s.Release(context.Background())
+			if s.Replayed() != 0 {
+				t.Fatal("replayed an output with a reasoning item that has no ciphertext")
+			}
+		})
+	}
+	// Control: the same output without the extra item is replayed.
+	e := newEnv(t, Config{})
+	c := newConv(t, canonical.ShapeChat)
+	c.user("q1")
+	e.prepareComplete(c, turn{text: "hi"}.outcome(0))
+	c.assistant(0, turn{text: "hi"})
+	c.user("q2")
+	if s := e.prepare(c); s.Replayed() != 1 {
+		t.Fatalf("control replayed %d", s.Replayed())
+	}
+}

@@ -81,7 +81,11 @@ func (s *Session) Replayed() int {
 // dispatched and captured), or the fixed reason code why caching is off
 // for it: a canonical refusal ("refused_" + reason), "capacity",
 // "disabled", "start_poisoned", "invalid_spans", ...
-func (s *Session) Skip() string { return s.skip }
+func (s *Session) Skip() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.skip
+}
 
 // Dispatched reports whether the session holds a ledger intent: the
 // output of this request will be observed.
