@@ -2,10 +2,18 @@
 
 package canonical
 
-// blockMasks classifies the 64 bytes of p with SSE2, which every amd64
-// processor has.
+// useAVX2 selects the AVX2 classifier when the processor and the operating
+// system support it; SSE2 is always there.
+var useAVX2 = cpuHasAVX2()
+
+// blockMasks classifies the 64 bytes of p with AVX2 or SSE2.
 func blockMasks(p *[64]byte) masks {
-	q, b, l, o := blockMasksSSE2(p)
+	var q, b, l, o uint64
+	if useAVX2 {
+		q, b, l, o = blockMasksAVX2(p)
+	} else {
+		q, b, l, o = blockMasksSSE2(p)
+	}
 	return masks{quote: q, backslash: b, letter: l, other: o}
 }
 
@@ -14,3 +22,11 @@ func blockMasks(p *[64]byte) masks {
 //
 //go:noescape
 func blockMasksSSE2(p *[64]byte) (quote, backslash, letter, other uint64)
+
+// blockMasksAVX2 is blockMasksSSE2 with AVX2 (32 bytes per instruction).
+//
+//go:noescape
+func blockMasksAVX2(p *[64]byte) (quote, backslash, letter, other uint64)
+
+// cpuHasAVX2 reports whether AVX2 instructions can be used.
+func cpuHasAVX2() bool

@@ -48,6 +48,27 @@ BYTES16(lettersT, 0x7474747474747474)
 	PMOVMSKB X12, l \
 	PMOVMSKB X6, o
 
+// CLASS32 is CLASS16 for the 32 bytes at off(SI) with AVX2, constants in
+// Y1-Y3 and Y7-Y11.
+#define CLASS32(off, q, b, l, o) \
+	VMOVDQU off(SI), Y0 \
+	VPCMPEQB Y1, Y0, Y4 \
+	VPCMPEQB Y2, Y0, Y5 \
+	VPCMPGTB Y0, Y3, Y6 \
+	VPCMPEQB Y7, Y0, Y12 \
+	VPCMPEQB Y8, Y0, Y13 \
+	VPOR Y13, Y12, Y12 \
+	VPCMPEQB Y9, Y0, Y13 \
+	VPOR Y13, Y12, Y12 \
+	VPCMPEQB Y10, Y0, Y13 \
+	VPOR Y13, Y12, Y12 \
+	VPCMPEQB Y11, Y0, Y13 \
+	VPOR Y13, Y12, Y12 \
+	VPMOVMSKB Y4, q \
+	VPMOVMSKB Y5, b \
+	VPMOVMSKB Y12, l \
+	VPMOVMSKB Y6, o
+
 // MERGE ORs the 16-bit masks of one chunk, shifted into place, into the
 // results in R8-R11.
 #define MERGE(shift, q, b, l, o) \
@@ -82,4 +103,61 @@ TEXT ·blockMasksSSE2(SB), NOSPLIT, $0-40
 	MOVQ R9, backslash+16(FP)
 	MOVQ R10, letter+24(FP)
 	MOVQ R11, other+32(FP)
+	RET
+
+// func blockMasksAVX2(p *[64]byte) (quote, backslash, letter, other uint64)
+TEXT ·blockMasksAVX2(SB), NOSPLIT, $0-40
+	MOVQ p+0(FP), SI
+	VBROADCASTI128 quotes<>(SB), Y1
+	VBROADCASTI128 backslashes<>(SB), Y2
+	VBROADCASTI128 spaces<>(SB), Y3
+	VBROADCASTI128 lettersB<>(SB), Y7
+	VBROADCASTI128 lettersF<>(SB), Y8
+	VBROADCASTI128 lettersN<>(SB), Y9
+	VBROADCASTI128 lettersR<>(SB), Y10
+	VBROADCASTI128 lettersT<>(SB), Y11
+	CLASS32(0, R8, R9, R10, R11)
+	CLASS32(32, AX, BX, CX, DX)
+	VZEROUPPER
+	SHLQ $32, AX
+	SHLQ $32, BX
+	SHLQ $32, CX
+	SHLQ $32, DX
+	ORQ AX, R8
+	ORQ BX, R9
+	ORQ CX, R10
+	ORQ DX, R11
+	MOVQ R8, quote+8(FP)
+	MOVQ R9, backslash+16(FP)
+	MOVQ R10, letter+24(FP)
+	MOVQ R11, other+32(FP)
+	RET
+
+// func cpuHasAVX2() bool
+TEXT ·cpuHasAVX2(SB), NOSPLIT, $0-1
+	MOVB $0, ret+0(FP)
+	MOVL $0, AX
+	CPUID
+	CMPL AX, $7
+	JB   done
+	MOVL $1, AX
+	CPUID
+	// OSXSAVE (bit 27) and AVX (bit 28)
+	ANDL $0x18000000, CX
+	CMPL CX, $0x18000000
+	JNE  done
+	// The operating system saves XMM and YMM state.
+	MOVL $0, CX
+	XGETBV
+	ANDL $6, AX
+	CMPL AX, $6
+	JNE  done
+	MOVL $7, AX
+	MOVL $0, CX
+	CPUID
+	// AVX2 (bit 5)
+	SHRL $5, BX
+	ANDL $1, BX
+	MOVB BX, ret+0(FP)
+done:
 	RET
