@@ -94,7 +94,7 @@ func (s *Session) Complete(ctx context.Context, out Outcome) error {
 	e := s.e
 	v, payload := s.judge(&out)
 	if v.poison != "" {
-		e.log.Debug("reasoning cache", zap.String("reason", v.poison))
+		s.log.Debug("reasoning cache", zap.String("reason", v.poison))
 		err := e.store.PoisonIntent(ctx, s.intent, v.poison)
 		if err != nil && !ledger.IsReason(err, ledger.ReasonIntentMissing) {
 			return fmt.Errorf("reasoningcache: complete: %w", err)
@@ -103,7 +103,7 @@ func (s *Session) Complete(ctx context.Context, out Outcome) error {
 		return nil
 	}
 	if !v.observe {
-		e.log.Debug("reasoning cache", zap.String("reason", v.why))
+		s.log.Debug("reasoning cache", zap.String("reason", v.why))
 		return nil
 	}
 	req := ledger.CommitObservationRequest{
@@ -129,7 +129,7 @@ func (s *Session) Complete(ctx context.Context, out Outcome) error {
 	if !v.admit && res.Outcome == ledger.OutcomeStored {
 		reason = "observed_" + v.why
 	}
-	e.log.Debug("reasoning cache", zap.String("reason", reason))
+	s.log.Debug("reasoning cache", zap.String("reason", reason))
 	return nil
 }
 

@@ -38,6 +38,10 @@ type Request struct {
 	// PromptCacheKey asks the engine to derive a prompt_cache_key (the
 	// client sent none).
 	PromptCacheKey bool
+	// Logger, when set, receives the session's Debug lines instead of the
+	// engine's logger (the handler's request-scoped logger, with the
+	// request id).
+	Logger *zap.Logger
 }
 
 // Prepare identifies the request, plans which earlier assistant blocks to
@@ -52,10 +56,14 @@ type Request struct {
 // Prepare fail, with ErrUnavailable. Other errors are caller mistakes (an
 // invalid Scope).
 func (e *Engine) Prepare(ctx context.Context, req Request) (*Session, error) {
+	log := e.log
+	if req.Logger != nil {
+		log = req.Logger
+	}
 	pass := func(reason string) *Session {
-		s := newSession(e, nil)
+		s := newSession(e, nil, log)
 		s.input, s.plain, s.skip = req.Input, req.Input, reason
-		e.log.Debug("reasoning cache", zap.String("reason", reason))
+		log.Debug("reasoning cache", zap.String("reason", reason))
 		return s
 	}
 	if !e.store.Enabled() {
@@ -95,7 +103,7 @@ func (e *Engine) Prepare(ctx context.Context, req Request) (*Session, error) {
 		s.key = key
 		return s, nil
 	}
-	s := newSession(e, l)
+	s := newSession(e, l, log)
 	s.scope, s.shape, s.d, s.key = sc, req.Scope.Shape, d, key
 	s.plain, s.input = req.Input, req.Input
 	s.start, s.position = start, int64(len(req.History))
@@ -119,11 +127,11 @@ func (e *Engine) dispatch(ctx context.Context, s *Session, req *Request) error {
 			var reason string
 			p, reason = e.plan(ctx, s.scope, s.d, req)
 			if reason != "" {
-				e.log.Debug("reasoning cache", zap.String("reason", reason))
+				s.log.Debug("reasoning cache", zap.String("reason", reason))
 			}
 			if need := 2 * p.bytes; len(p.steps) > 0 && need > reserved {
 				if !s.lease.grow(need - reserved) {
-					e.log.Debug("reasoning cache", zap.String("reason", "replay_capacity"))
+					s.log.Debug("reasoning cache", zap.String("reason", "replay_capacity"))
 					p = plan{}
 				} else {
 					reserved = need
@@ -155,7 +163,7 @@ func (e *Engine) dispatch(ctx context.Context, s *Session, req *Request) error {
 			s.skip = "disabled"
 			return nil
 		case errors.As(err, &ve) && len(creq.Plan) > 0 && attempt < 2:
-			e.log.Debug("reasoning cache", zap.String("reason", "replan_"+string(ve.Reason)))
+			s.log.Debug("reasoning cache", zap.String("reason", "replan_"+string(ve.Reason)))
 			continue
 		}
 		// The request would go out unrecorded: poison its position first.
@@ -163,7 +171,7 @@ func (e *Engine) dispatch(ctx context.Context, s *Session, req *Request) error {
 			return fmt.Errorf("%w: %w", ErrUnavailable, errors.Join(err, perr))
 		}
 		s.skip = "dispatch_failed"
-		e.log.Debug("reasoning cache", zap.String("reason", "dispatch_failed"), zap.Error(err))
+		s.log.Debug("reasoning cache", zap.String("reason", "dispatch_failed"), zap.Error(err))
 		return nil
 	}
 }

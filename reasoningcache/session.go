@@ -27,6 +27,7 @@ import (
 // a request whose fate is unknown.
 type Session struct {
 	e     *Engine
+	log   *zap.Logger
 	scope ledger.Scope
 	shape canonical.Shape
 	d     *canonical.Digests
@@ -50,8 +51,8 @@ type Session struct {
 }
 
 // newSession registers the lease cleanup.
-func newSession(e *Engine, l *lease) *Session {
-	s := &Session{e: e, lease: l}
+func newSession(e *Engine, l *lease, log *zap.Logger) *Session {
+	s := &Session{e: e, lease: l, log: log}
 	if l != nil {
 		runtime.AddCleanup(s, func(l *lease) { l.release() }, l)
 	}
@@ -138,7 +139,7 @@ func (s *Session) DropReplay(ctx context.Context) ([]json.RawMessage, error) {
 		return s.input, nil
 	}
 	s.intent = id
-	e.log.Debug("reasoning cache", zap.String("reason", "replay_dropped"), zap.Int("records", len(markers)))
+	s.log.Debug("reasoning cache", zap.String("reason", "replay_dropped"), zap.Int("records", len(markers)))
 	return s.input, nil
 }
 
@@ -189,7 +190,7 @@ func (s *Session) finish(ctx context.Context, poison string) {
 	}
 	if err != nil && !ledger.IsReason(err, ledger.ReasonIntentMissing) {
 		// The intent stays unresolved; Sweep or the next startup poisons it.
-		s.e.log.Debug("reasoning cache", zap.String("reason", "resolve_failed"), zap.Error(err))
+		s.log.Debug("reasoning cache", zap.String("reason", "resolve_failed"), zap.Error(err))
 	}
 }
 
