@@ -168,23 +168,39 @@ func TestTruncation(t *testing.T) {
 	}
 }
 
-func TestQueueFullDropsWithoutWaiting(t *testing.T) {
+func TestQueueFullMergesThenDropsWithoutWaiting(t *testing.T) {
 	core, logs := observer.New(zap.WarnLevel)
 	dir := filepath.Join(t.TempDir(), "cap")
 	w := open(t, Options{Dir: dir, WriteTimeout: time.Minute, Logger: zap.New(core)})
 	release := make(chan struct{})
 	w.beforeWrite = func(string) error { <-release; return nil }
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
 	start := time.Now()
+	// small writes join the last queued one when the queue is full
 	for i := range 10 {
 		begin(w, "rr_queue", i+1, nil).Whole(ClientRequest, Meta{}, []byte{byte('0' + i)})
 	}
-	if d := time.Since(start); d > time.Second {
+	if s := w.Stats(); s.Merged == 0 || s.Dropped != 0 {
+		t.Fatalf("small writes: %+v", s)
+	}
+	// big ones cannot: they are dropped
+	big := bytes.Repeat([]byte("b"), DefaultMaxArtifactBytes)
+	for i := range 4 {
+		begin(w, "rr_queue", 100+i, nil).Whole(ClientRequest, Meta{}, big)
+	}
+	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("submitting waited %v", d)
 	}
 	if s := w.Stats(); s.Dropped == 0 {
 		t.Fatalf("nothing dropped: %+v", s)
 	}
-	if n := w.outstanding.Load(); n > DefaultMaxOutstanding {
+	if n := w.outstanding(); n > DefaultMaxOutstanding {
 		t.Fatalf("%d outstanding", n)
 	}
 	close(release)
@@ -194,6 +210,17 @@ func TestQueueFullDropsWithoutWaiting(t *testing.T) {
 	}
 	if logs.Len() != 1 || !strings.Contains(logs.All()[0].Message, "dropping") {
 		t.Fatalf("%d warnings about drops", logs.Len())
+	}
+	// every small request made it to the index
+	seen := map[int]bool{}
+	for _, l := range lines(t, dir) {
+		seen[l.Attempt] = true
+		readArtifact(t, dir, l)
+	}
+	for i := range 10 {
+		if !seen[i+1] {
+			t.Fatalf("attempt %d missing", i+1)
+		}
 	}
 }
 

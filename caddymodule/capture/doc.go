@@ -35,10 +35,11 @@
 // that each batch several appends (a request costs two: its request phases
 // before the upstream is called, its response phases when it ends, plus
 // one per 64 KiB of compressed stream in between). At most MaxOutstanding
-// writes are queued or running; a write that finds the queue full is
-// dropped (what it held is then missing or recorded as incomplete) with a
-// warning at most once a minute, never queued without bound and never
-// retried. A write that fails, or that takes longer than WriteTimeout,
+// writes are queued or running; a write that finds the queue full joins
+// the last queued write if both hold at most MaxBatchBytes together, and
+// is otherwise dropped (what it held is then missing or recorded as
+// incomplete) with a warning at most once a minute. Nothing is queued
+// without bound and nothing is retried. A write that fails, or that takes longer than WriteTimeout,
 // disables the writer with one sanitized warning; requests go on
 // uncaptured until Reenable (a configuration reload).
 //

@@ -425,7 +425,7 @@ func (b *Body) Close(reason string) {
 	durationUs := time.Since(b.begun).Microseconds()
 	indexName := IndexName(time.Now())
 	if b.line.Body.Format == FormatRaw {
-		b.r.hold(fileAppend{render: func() []fileAppend { return b.renderRaw(indexName, durationUs) }})
+		b.r.hold(fileAppend{render: func() []fileAppend { return b.renderRaw(indexName, durationUs) }, size: int64(len(b.raw))})
 		return
 	}
 	tail := b.finish()

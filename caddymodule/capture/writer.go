@@ -36,6 +36,9 @@ type Options struct {
 type Stats struct {
 	// Written counts file writes that completed.
 	Written int64
+	// Merged counts writes that joined a queued write because the queue
+	// was full.
+	Merged int64
 	// Dropped counts writes refused because the queue was full or the
 	// writer was disabled or closed.
 	Dropped int64
@@ -51,6 +54,7 @@ type fileAppend struct {
 	create bool   // the file must not exist yet (artifacts)
 	data   []byte
 	render func() []fileAppend
+	size   int64 // the bytes render holds
 }
 
 // job is one batch of appends, done in order by the worker; it counts as
@@ -59,6 +63,22 @@ type fileAppend struct {
 // the upstream is called, the two response phases together when the
 // request ends, plus one job per 64 KiB of compressed stream in between.
 type job []fileAppend
+
+// size is how many bytes j holds in memory.
+func (j job) size() int64 {
+	var n int64
+	for _, a := range j {
+		n += int64(len(a.data)) + a.size
+	}
+	return n
+}
+
+// MaxBatchBytes bounds what a queued write may hold. When MaxOutstanding
+// writes are queued or running, a new one is merged into the last queued
+// write (still one write, in order) if the two hold at most this much
+// together; otherwise it is dropped. Memory held by the queue is so
+// bounded by MaxOutstanding × MaxBatchBytes plus one artifact.
+const MaxBatchBytes = 16 << 20
 
 // Writer writes captures under one directory through one worker goroutine.
 // It is safe for concurrent use and meant to be shared by every handler
@@ -70,19 +90,21 @@ type Writer struct {
 	timeout     time.Duration
 	max         int64
 
-	jobs        chan job
-	outstanding atomic.Int64
-	busySince   atomic.Int64 // unix nanoseconds when the running write began; 0 when idle
-	disabled    atomic.Bool
-	warned      atomic.Bool
-	forgetDirs  atomic.Bool // the worker must re-check folders (after Reenable)
-	written     atomic.Int64
-	dropped     atomic.Int64
-	dropWarned  atomic.Int64 // unix nanoseconds of the last warning about drops
+	qmu        sync.Mutex // guards queue, running and closed
+	queue      []job
+	running    bool
+	closed     bool
+	wake       chan struct{} // capacity 1: the queue changed
+	merged     atomic.Int64
+	busySince  atomic.Int64 // unix nanoseconds when the running write began; 0 when idle
+	disabled   atomic.Bool
+	warned     atomic.Bool
+	forgetDirs atomic.Bool // the worker must re-check folders (after Reenable)
+	written    atomic.Int64
+	dropped    atomic.Int64
+	dropWarned atomic.Int64 // unix nanoseconds of the last warning about drops
 
-	mu     sync.RWMutex // guards closed against sends on jobs
-	closed bool
-	done   chan struct{}
+	done chan struct{}
 
 	// beforeWrite, when set (tests), runs in the worker before each write.
 	beforeWrite func(rel string) error
@@ -130,7 +152,7 @@ func Open(opts Options) (*Writer, error) {
 	if w.max <= 0 {
 		w.max = DefaultMaxOutstanding
 	}
-	w.jobs = make(chan job, w.max)
+	w.wake = make(chan struct{}, 1)
 	go w.work()
 	return w, nil
 }
@@ -140,17 +162,18 @@ func (w *Writer) Dir() string { return w.dir }
 
 // Stats returns the writer's counters.
 func (w *Writer) Stats() Stats {
-	return Stats{Written: w.written.Load(), Dropped: w.dropped.Load(), Disabled: w.disabled.Load()}
+	return Stats{Written: w.written.Load(), Merged: w.merged.Load(), Dropped: w.dropped.Load(), Disabled: w.disabled.Load()}
 }
 
 // Disabled reports whether the writer stopped capturing after a failure.
 func (w *Writer) Disabled() bool { return w.disabled.Load() }
 
-// submit hands a write to the worker without ever waiting. It reports
-// false (and counts a drop) when the writer is disabled or closed, when
-// MaxOutstanding writes are already queued or running, or when the
-// running write has taken longer than WriteTimeout (which disables the
-// writer).
+// submit hands a write to the worker without ever waiting. When
+// MaxOutstanding writes are already queued or running it merges j into the
+// last queued write if they fit in MaxBatchBytes together. It reports
+// false (and counts a drop) when the writer is disabled or closed, when j
+// could not be queued or merged, or when the running write has taken
+// longer than WriteTimeout (which disables the writer).
 func (w *Writer) submit(j job) bool {
 	if w.disabled.Load() {
 		w.dropped.Add(1)
@@ -161,33 +184,79 @@ func (w *Writer) submit(j job) bool {
 		w.dropped.Add(1)
 		return false
 	}
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	if w.closed {
-		w.dropped.Add(1)
-		return false
+	w.qmu.Lock()
+	ok := !w.closed
+	if ok {
+		n := int64(len(w.queue))
+		if w.running {
+			n++
+		}
+		switch last := len(w.queue) - 1; {
+		case n < w.max:
+			w.queue = append(w.queue, j)
+		case last >= 0 && w.queue[last].size()+j.size() <= MaxBatchBytes:
+			w.queue[last] = append(w.queue[last], j...)
+			w.merged.Add(1)
+		default:
+			ok = false
+		}
 	}
-	if w.outstanding.Add(1) > w.max {
-		w.outstanding.Add(-1)
+	closed := w.closed
+	w.qmu.Unlock()
+	if !ok {
 		w.dropped.Add(1)
-		w.warnDrops()
+		if !closed {
+			w.warnDrops()
+		}
 		return false
 	}
 	select {
-	case w.jobs <- j:
-		return true
-	default: // cannot happen: the channel holds max jobs
-		w.outstanding.Add(-1)
-		w.dropped.Add(1)
-		return false
+	case w.wake <- struct{}{}:
+	default:
 	}
+	return true
+}
+
+// outstanding returns how many writes are queued or running.
+func (w *Writer) outstanding() int {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	n := len(w.queue)
+	if w.running {
+		n++
+	}
+	return n
+}
+
+// next waits for the next write; false once the writer is closed and its
+// queue drained.
+func (w *Writer) next() (job, bool) {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	for len(w.queue) == 0 {
+		if w.closed {
+			return nil, false
+		}
+		w.qmu.Unlock()
+		<-w.wake
+		w.qmu.Lock()
+	}
+	j := w.queue[0]
+	w.queue[0] = nil
+	w.queue = w.queue[1:]
+	w.running = true
+	return j, true
 }
 
 // work runs the writes one after the other, so the writes of one file
 // stay in order.
 func (w *Writer) work() {
 	defer close(w.done)
-	for j := range w.jobs {
+	for {
+		j, ok := w.next()
+		if !ok {
+			return
+		}
 		if !w.disabled.Load() {
 			start := time.Now()
 			w.busySince.Store(start.UnixNano())
@@ -204,7 +273,9 @@ func (w *Writer) work() {
 		} else {
 			w.dropped.Add(1)
 		}
-		w.outstanding.Add(-1)
+		w.qmu.Lock()
+		w.running = false
+		w.qmu.Unlock()
 	}
 }
 
@@ -311,12 +382,13 @@ func sanitize(s string) string {
 // Close stops accepting writes and waits up to timeout for the queued
 // ones to finish. It is safe to call more than once.
 func (w *Writer) Close(timeout time.Duration) error {
-	w.mu.Lock()
-	if !w.closed {
-		w.closed = true
-		close(w.jobs)
+	w.qmu.Lock()
+	w.closed = true
+	w.qmu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
 	}
-	w.mu.Unlock()
 	select {
 	case <-w.done:
 		return nil
