@@ -120,3 +120,39 @@ func TestExpireIntents(t *testing.T) {
 		t.Fatalf("%d intents left", len(left))
 	}
 }
+
+func TestMigrateFromFormat1(t *testing.T) {
+	ctx := context.Background()
+	path := t.TempDir() + "/cache.sqlite"
+	s := openTest(t, path, Options{})
+	sc := testScope(1)
+	step := storeTurn(t, s, sc, 0, dig("s1"), dig("e1"), nil)
+	// Take the database back to format 1, as an older build left it.
+	for _, stmt := range []string{
+		`DROP INDEX intents_updated`, `DROP TABLE scope_snapshots`,
+		`ALTER TABLE observations DROP COLUMN model_snapshot`,
+		`UPDATE meta SET format_version = 1`, `PRAGMA user_version = 1`,
+	} {
+		if _, err := s.wconn.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.Close())
+	s = openTest(t, path, Options{})
+	obs, err := s.Observations(ctx, sc.ID, []int64{step.ObservationID})
+	must(err)
+	if len(obs) != 1 || obs[0].ModelSnapshot != "" {
+		t.Fatalf("migrated observations %+v", obs)
+	}
+	snaps, err := s.Snapshots(ctx, sc.ID)
+	must(err)
+	if len(snaps) != 0 {
+		t.Fatalf("snapshots %+v", snaps)
+	}
+}
