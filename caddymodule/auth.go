@@ -7,20 +7,21 @@ import (
 	"strings"
 )
 
-// authenticate reports whether r carries one of the relay tokens as a
-// bearer token. The presented token is hashed and compared with every
+// authenticate returns the bearer token r carries and whether it is one of
+// the relay tokens. The presented token is hashed and compared with every
 // configured token's hash in constant time, without stopping at a match,
 // so neither the token nor which token matched leaks through timing.
-func (h *Handler) authenticate(r *http.Request) bool {
+func (h *Handler) authenticate(r *http.Request) (string, bool) {
 	auth := r.Header.Get("Authorization")
 	const prefix = "bearer "
 	if len(auth) <= len(prefix) || !strings.EqualFold(auth[:len(prefix)], prefix) {
-		return false
+		return "", false
 	}
-	presented := sha256.Sum256([]byte(strings.TrimSpace(auth[len(prefix):])))
+	token := strings.TrimSpace(auth[len(prefix):])
+	presented := sha256.Sum256([]byte(token))
 	ok := 0
 	for i := range h.tokens {
 		ok |= subtle.ConstantTimeCompare(presented[:], h.tokens[i][:])
 	}
-	return ok == 1
+	return token, ok == 1
 }

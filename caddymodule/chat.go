@@ -16,7 +16,8 @@ import (
 )
 
 // serveChat relays POST …/chat/completions: translate the body (either
-// shape) to a Responses request, forward it and convert the answer back.
+// shape) to a Responses request, let the reasoning cache put earlier turns'
+// original output back, forward it and convert the answer back.
 func (rq *request) serveChat() {
 	h := rq.h
 	if h.capture != nil {
@@ -33,32 +34,24 @@ func (rq *request) serveChat() {
 		rq.fail(aerr, "invalid_request")
 		return
 	}
-	upBody, err := treq.Body()
-	if err != nil {
-		rq.fail(apierr.New(http.StatusInternalServerError, apierr.TypeServer, "translation_failed",
-			"The relay could not encode the upstream request."), "translation_failed")
-		return
-	}
 
 	ctx, cancel := context.WithCancelCause(rq.r.Context())
 	defer cancel(errFinished)
+	cs, ok := rq.prepareCache(ctx, treq)
+	if !ok {
+		return
+	}
+	// a session that is not delivered by the code below ends here: as an
+	// interruption once bytes reached the client, else as a release
+	defer func() { cs.end(false, rq.wroteBody, "not_delivered") }()
+
 	idle := transport.NewWatchdog(time.Duration(h.IdleTimeout), func() { cancel(errUpstreamIdle) })
 	defer idle.Stop()
-
-	upHdr := rq.upstreamHeaders()
-	rq.captureUpstreamRequest(upBody, treq.Stream, upHdr)
-	resp, err := h.upstream.Post(ctx, "responses", upBody, treq.Stream, upHdr)
-	if err != nil {
-		rq.captureUpstreamFailure()
-		rq.upstreamFailure(ctx, err)
+	resp, ok := rq.postChat(ctx, treq, cs, idle)
+	if !ok {
 		return
 	}
 	defer resp.Body.Close()
-	rq.capUp = rq.captureUpstreamResponse(resp)
-	idle.Kick()
-	if !rq.upstreamOK(ctx, resp, idle) {
-		return
-	}
 
 	opts := translate.ChatOptions{
 		ID:           "chatcmpl-" + strings.TrimPrefix(rq.id, "rr_"),
@@ -72,19 +65,68 @@ func (rq *request) serveChat() {
 				"The upstream answered a streaming request without an event stream."), "upstream_not_streaming")
 			return
 		}
-		rq.relayStream(ctx, cancel, resp, idle, chatFrames{translate.NewStream(opts)})
+		conv := &chatFrames{s: translate.NewStream(opts), cs: cs, ctx: ctx}
+		delivered := rq.relayStream(ctx, cancel, resp, idle, conv)
+		cs.end(delivered, true, "stream_interrupted")
 		return
 	}
 	raw, ok := rq.readUpstreamBody(ctx, resp, idle)
 	if !ok {
 		return
 	}
-	out, aerr := translate.ChatCompletion(raw, opts)
+	comp, aerr := translate.ConvertCompletion(raw, opts)
 	if aerr != nil {
 		rq.fail(aerr, "upstream_failed_response")
 		return
 	}
-	rq.writeJSON(resp.Header, out)
+	// commit what the cache learned before the client sees the answer
+	cs.complete(ctx, outcomeOf(comp.Status, comp.Snapshot, comp.Output, nil, comp.Sent))
+	delivered := rq.writeJSON(resp.Header, comp.Body)
+	cs.end(delivered, true, "delivery_failed")
+}
+
+// postChat sends the translated request upstream. When the upstream
+// rejects replayed reasoning before anything reached the client, the
+// cache records a conflict for exactly those turns and the request is sent
+// once more without replay. On failure it has answered the client.
+func (rq *request) postChat(ctx context.Context, treq *translate.Request, cs *cacheSession, idle *transport.Watchdog) (*http.Response, bool) {
+	h := rq.h
+	for attempt := 1; ; attempt++ {
+		upBody, err := treq.Body()
+		if err != nil {
+			rq.fail(apierr.New(http.StatusInternalServerError, apierr.TypeServer, "translation_failed",
+				"The relay could not encode the upstream request."), "translation_failed")
+			return nil, false
+		}
+		upHdr := rq.upstreamHeaders()
+		rq.captureUpstreamRequest(upBody, treq.Stream, upHdr)
+		idle.Kick()
+		resp, err := h.upstream.Post(ctx, "responses", upBody, treq.Stream, upHdr)
+		if err != nil {
+			rq.captureUpstreamFailure()
+			rq.upstreamFailure(ctx, err)
+			return nil, false
+		}
+		rq.capUp = rq.captureUpstreamResponse(resp)
+		idle.Kick()
+		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+			return resp, true
+		}
+		e, ok := rq.upstreamError(ctx, resp, idle)
+		resp.Body.Close()
+		if !ok {
+			return nil, false
+		}
+		if attempt == 1 && cs.replayed() > 0 && h.replayRetry() && isReplayRejection(e) {
+			h.logger.Warn("upstream rejected replayed reasoning; resending without replay",
+				zap.String("request_id", rq.id), zap.Int("status", e.Status), zap.String("error_code", e.Code))
+			if err := cs.dropReplay(ctx, treq); err == nil {
+				continue
+			}
+		}
+		rq.fail(e, "upstream_status_"+strconv.Itoa(e.Status))
+		return nil, false
+	}
 }
 
 // upstreamOK checks the upstream status. For a non-2xx answer it reads the
@@ -94,13 +136,23 @@ func (rq *request) upstreamOK(ctx context.Context, resp *http.Response, idle *tr
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return true
 	}
+	if e, ok := rq.upstreamError(ctx, resp, idle); ok {
+		rq.fail(e, "upstream_status_"+strconv.Itoa(resp.StatusCode))
+	}
+	return false
+}
+
+// upstreamError reads a non-2xx upstream answer's (capped) body into the
+// error the client would get; it also passes the upstream's rate-limit
+// headers on. ok is false when reading failed and the client has been
+// answered.
+func (rq *request) upstreamError(ctx context.Context, resp *http.Response, idle *transport.Watchdog) (*apierr.Error, bool) {
 	raw, ok := rq.readUpstreamBody(ctx, resp, idle)
 	if !ok {
-		return false
+		return nil, false
 	}
 	copyUpstreamHeaders(rq.w.Header(), resp.Header)
-	rq.fail(transport.UpstreamError(resp.StatusCode, raw, rq.h.upstreamSecret()), "upstream_status_"+strconv.Itoa(resp.StatusCode))
-	return false
+	return transport.UpstreamError(resp.StatusCode, raw, rq.h.upstreamSecret()), true
 }
 
 // readUpstreamBody reads a buffered upstream body under the response cap
@@ -120,21 +172,24 @@ func (rq *request) readUpstreamBody(ctx context.Context, resp *http.Response, id
 	return nil, false
 }
 
-// writeJSON sends a complete JSON answer under the delivery deadline.
-func (rq *request) writeJSON(upstreamHeader http.Header, body []byte) {
+// writeJSON sends a complete JSON answer under the delivery deadline and
+// reports whether all of it was written.
+func (rq *request) writeJSON(upstreamHeader http.Header, body []byte) bool {
 	hdr := rq.w.Header()
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("Content-Length", strconv.Itoa(len(body)))
 	copyUpstreamHeaders(hdr, upstreamHeader)
 	rq.w.WriteHeader(http.StatusOK)
+	rq.wroteBody = true
 	ds := transport.NewDownstream(rq.w, time.Duration(rq.h.WriteTimeout))
 	defer ds.Close()
 	ds.SetDeliveryDeadline(time.Now().Add(time.Duration(rq.h.DeliveryTimeout)))
 	if err := ds.WriteFlush(body); err != nil {
 		rq.log("client_write_failed", http.StatusOK, zap.Error(err))
-		return
+		return false
 	}
 	rq.log("ok", http.StatusOK, zap.Int("bytes_written", len(body)))
+	return true
 }
 
 // isEventStream reports whether a response is text/event-stream.
@@ -143,12 +198,27 @@ func isEventStream(h http.Header) bool {
 	return err == nil && mt == "text/event-stream"
 }
 
-// chatFrames adapts translate.Stream to frameConverter.
-type chatFrames struct{ s *translate.Stream }
+// chatFrames adapts translate.Stream to frameConverter. Before the
+// terminal frames of a successful response it lets the reasoning cache
+// commit what it learned.
+type chatFrames struct {
+	s   *translate.Stream
+	cs  *cacheSession
+	ctx context.Context
+}
 
-func (c chatFrames) Event(dst []byte, name string, data []byte) ([]byte, bool, error) {
+func (c *chatFrames) Event(dst []byte, name string, data []byte) ([]byte, bool, error) {
 	out, res, err := c.s.Event(dst, name, data)
 	return out, res.Terminal, err
 }
-func (c chatFrames) Finish(dst []byte) []byte                { return c.s.Finish(dst) }
-func (c chatFrames) Fail(dst []byte, e *apierr.Error) []byte { return c.s.Fail(dst, e) }
+
+func (c *chatFrames) Finish(dst []byte) []byte {
+	if c.s.Err() == nil {
+		c.cs.complete(c.ctx, outcomeOf(c.s.Status(), c.s.Snapshot(), c.s.Output(), c.s.DoneItems(), c.s.Sent()))
+	}
+	return c.s.Finish(dst)
+}
+
+func (c *chatFrames) Fail(dst []byte, e *apierr.Error) []byte { return c.s.Fail(dst, e) }
+
+func (c *chatFrames) Succeeded() bool { return c.s.Err() == nil }

@@ -339,14 +339,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 			fmt.Sprintf("Method %s is not allowed on %s; use %s.", r.Method, r.URL.Path, want)), "method_not_allowed")
 		return nil
 	}
-	if !h.authenticate(r) {
+	token, ok := h.authenticate(r)
+	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="reasoning_relay"`)
 		rq.fail(apierr.New(http.StatusUnauthorized, apierr.TypeInvalidRequest, "invalid_api_key",
 			"Incorrect API key provided: send a relay token as 'Authorization: Bearer <token>'."), "unauthorized")
 		return nil
 	}
+	rq.token = token
 	if route != "models" {
-		_, release := rq.holdCache()
+		var release func()
+		rq.engine, release = rq.holdCache()
 		defer release()
 	}
 	switch route {

@@ -55,7 +55,7 @@ func (rq *request) serveResponses() {
 		return
 	}
 	if isEventStream(resp.Header) {
-		rq.relayStream(ctx, cancel, resp, idle, &passFrames{})
+		_ = rq.relayStream(ctx, cancel, resp, idle, &passFrames{})
 		return
 	}
 	raw, ok := rq.readUpstreamBody(ctx, resp, idle)
@@ -68,10 +68,15 @@ func (rq *request) serveResponses() {
 // passFrames re-frames upstream Responses events unchanged and stops at the
 // first terminal event. A stream that ends early gets a Responses-style
 // `error` event.
-type passFrames struct{}
+type passFrames struct{ terminal string }
+
+// Succeeded reports whether the terminal event was a successful one.
+func (p *passFrames) Succeeded() bool {
+	return p.terminal == "response.completed" || p.terminal == "response.incomplete"
+}
 
 // Event appends the event as received.
-func (passFrames) Event(dst []byte, name string, data []byte) ([]byte, bool, error) {
+func (p *passFrames) Event(dst []byte, name string, data []byte) ([]byte, bool, error) {
 	typ := name
 	if typ == "" {
 		var probe struct {
@@ -90,16 +95,17 @@ func (passFrames) Event(dst []byte, name string, data []byte) ([]byte, bool, err
 	dst = append(dst, "\n\n"...)
 	switch typ {
 	case "response.completed", "response.incomplete", "response.failed", "error":
+		p.terminal = typ
 		return dst, true, nil
 	}
 	return dst, false, nil
 }
 
 // Finish appends nothing: the terminal event itself ends a Responses stream.
-func (passFrames) Finish(dst []byte) []byte { return dst }
+func (*passFrames) Finish(dst []byte) []byte { return dst }
 
 // Fail appends an `error` event in the documented Responses shape.
-func (passFrames) Fail(dst []byte, e *apierr.Error) []byte {
+func (*passFrames) Fail(dst []byte, e *apierr.Error) []byte {
 	obj := map[string]any{"type": "error", "code": e.Code, "message": e.Message, "param": nil}
 	b, _ := json.Marshal(obj)
 	dst = append(dst, "event: error\ndata: "...)

@@ -14,6 +14,7 @@ import (
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/redact"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
+	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache"
 )
 
 // Causes with which a request's upstream context is cancelled. They decide
@@ -31,8 +32,13 @@ type request struct {
 	w     http.ResponseWriter
 	r     *http.Request
 	start time.Time
-	cap   *capture.Request // nil unless log_bodies is on
-	capUp *capture.Body    // the upstream_response capture, when recording
+	token string // the relay token the client authenticated with
+	// wroteBody is set once the response status went out with a body to
+	// follow: from then on a failure is an interruption, not a refusal
+	wroteBody bool
+	engine    *reasoningcache.Engine // nil when the reasoning cache is off
+	cap       *capture.Request       // nil unless log_bodies is on
+	capUp     *capture.Body          // the upstream_response capture, when recording
 }
 
 // fail writes e as the response (nothing may have been written yet) and

@@ -25,6 +25,9 @@ type frameConverter interface {
 	Finish(dst []byte) []byte
 	// Fail appends the frame that reports an abnormal end of the stream.
 	Fail(dst []byte, e *apierr.Error) []byte
+	// Succeeded reports, after the terminal event, whether it was a
+	// successful one (completed or incomplete) rather than a failure.
+	Succeeded() bool
 }
 
 // pumped is one upstream event (or the error that ended the stream),
@@ -62,8 +65,9 @@ func pump(ctx context.Context, body io.Reader, maxEvent int, out chan<- pumped) 
 // one flushed write per upstream event, with SSE keepalive comments during
 // silence, the backpressure deadline on every write and the delivery
 // deadline after the terminal event. Headers must not have been written.
-// cancel cancels the upstream request's context.
-func (rq *request) relayStream(ctx context.Context, cancel context.CancelCauseFunc, resp *http.Response, idle *transport.Watchdog, conv frameConverter) {
+// cancel cancels the upstream request's context. It reports whether a
+// successful answer was delivered completely.
+func (rq *request) relayStream(ctx context.Context, cancel context.CancelCauseFunc, resp *http.Response, idle *transport.Watchdog, conv frameConverter) bool {
 	h := rq.h
 	hdr := rq.w.Header()
 	hdr.Set("Content-Type", "text/event-stream")
@@ -72,6 +76,7 @@ func (rq *request) relayStream(ctx context.Context, cancel context.CancelCauseFu
 	hdr.Del("Content-Length")
 	copyUpstreamHeaders(hdr, resp.Header)
 	rq.w.WriteHeader(http.StatusOK)
+	rq.wroteBody = true
 
 	ds := transport.NewDownstream(rq.w, time.Duration(h.WriteTimeout))
 	defer ds.Close()
@@ -80,7 +85,7 @@ func (rq *request) relayStream(ctx context.Context, cancel context.CancelCauseFu
 	if err := ds.WriteFlush(nil); err != nil {
 		cancel(errClientWrite)
 		rq.log("client_write_failed", http.StatusOK)
-		return
+		return false
 	}
 
 	events := make(chan pumped, 1)
@@ -126,7 +131,7 @@ func (rq *request) relayStream(ctx context.Context, cancel context.CancelCauseFu
 		case p := <-events:
 			if p.err != nil {
 				rq.streamEnded(ctx, p.err, abort)
-				return
+				return false
 			}
 			if rq.capUp != nil {
 				rq.captureFrame(p.name, p.data)
@@ -137,29 +142,34 @@ func (rq *request) relayStream(ctx context.Context, cancel context.CancelCauseFu
 			if err != nil {
 				abort(apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_malformed",
 					"The upstream sent an event the relay could not parse."), "upstream_malformed")
-				return
+				return false
 			}
 			if !write(buf) {
-				return
+				return false
 			}
 			if terminal {
 				idle.Stop()
 				ds.SetDeliveryDeadline(time.Now().Add(time.Duration(h.DeliveryTimeout)))
-				if write(conv.Finish(buf[:0])) {
-					rq.log("ok", http.StatusOK, zap.Int64("bytes_written", ds.Written()))
+				if !write(conv.Finish(buf[:0])) {
+					return false
 				}
 				cancel(errFinished)
-				return
+				if !conv.Succeeded() {
+					rq.log("upstream_failed_response", http.StatusOK, zap.Int64("bytes_written", ds.Written()))
+					return false
+				}
+				rq.log("ok", http.StatusOK, zap.Int64("bytes_written", ds.Written()))
+				return true
 			}
 		case <-keepalive:
 			if !write([]byte(": keepalive\n\n")) {
-				return
+				return false
 			}
 		case <-ctx.Done():
 			// the pump reports idle timeouts and read errors itself; here
 			// only the client going away is left
 			rq.streamEnded(ctx, context.Cause(ctx), abort)
-			return
+			return false
 		}
 	}
 }
