@@ -34,7 +34,9 @@
 // which RFC 8785 would silently print as 0. The serializer never builds
 // the whole canonical text: string contents that are already canonical
 // (the common case) are referenced in place in the input, and everything
-// goes to SHA-256 through an 8 KiB buffer, long runs directly.
+// goes to SHA-256 through an 8 KiB buffer, long runs directly. An
+// envelope that is already in canonical form (compact, keys in order,
+// nothing to normalize) is hashed from its raw bytes without walking it.
 //
 // # Envelopes and normalization
 //
