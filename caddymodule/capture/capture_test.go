@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -477,4 +478,43 @@ func BenchmarkWhole(b *testing.B) {
 			r.pending[0].render()
 		}
 	})
+}
+
+// TestAttempts: a second upstream_request (the relay resending without
+// replayed reasoning) starts attempt 2 with its own client_request.
+func TestAttempts(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	w := open(t, Options{Dir: dir})
+	r := w.Begin("rr_retry", 1, nil)
+	r.Whole(ClientRequest, Meta{Method: "POST", URL: "/v1/chat/completions"}, []byte(`{"q":1}`))
+	r.Whole(UpstreamRequest, Meta{Method: "POST", URL: "https://up/v1/responses"}, []byte(`{"with":"replay"}`))
+	up := r.Start(UpstreamResponse, Meta{Status: 400, Header: http.Header{"Content-Type": {"application/json"}}})
+	up.Write([]byte(`{"error":{"code":"invalid_encrypted_content"}}`))
+	r.Whole(UpstreamRequest, Meta{Method: "POST", URL: "https://up/v1/responses"}, []byte(`{"without":"replay"}`))
+	if r.Attempt() != 2 {
+		t.Fatalf("attempt %d", r.Attempt())
+	}
+	r.Start(UpstreamResponse, Meta{Status: 200}).Write([]byte(`{}`))
+	r.Start(ClientResponse, Meta{Status: 200}).Write([]byte(`{}`))
+	r.Finish()
+	_ = w.Close(5 * time.Second)
+	got := map[string]string{}
+	for _, l := range lines(t, dir) {
+		a := readArtifact(t, dir, l)
+		got[fmt.Sprintf("%d/%s", l.Attempt, l.Phase)] = string(a.Body) + " " + l.Error
+	}
+	want := map[string]string{
+		"1/client_request": `{"q":1} `, "1/upstream_request": `{"with":"replay"} `,
+		"1/upstream_response": `{"error":{"code":"invalid_encrypted_content"}} retried`,
+		"2/client_request":    `{"q":1} `, "2/upstream_request": `{"without":"replay"} `,
+		"2/upstream_response": `{} `, "2/client_response": `{} `,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v", got)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
 }

@@ -42,21 +42,58 @@ func (m *Meta) begun() time.Time {
 	return m.Begun
 }
 
-// Request records the phases of one attempt of one relayed request. A nil
-// *Request records nothing, so callers need no checks of their own. Its
-// methods are safe for concurrent use.
+// Request records the phases of one relayed request, attempt by attempt.
+// A nil *Request records nothing, so callers need no checks of their own.
+// Its methods are safe for concurrent use.
+//
+// A second upstream_request starts a new attempt: the bodies still open
+// are closed, the attempt number goes up and the client_request is
+// recorded again under it, so that every attempt has its four phases.
 type Request struct {
 	w       *Writer
 	id      string
-	attempt int
 	secrets []string
 
-	mu      sync.Mutex
-	model   string
-	stream  bool
-	outcome string
-	open    []*Body
-	pending job // finished phases not yet handed to the writer
+	mu           sync.Mutex
+	attempt      int
+	model        string
+	stream       bool
+	outcome      string
+	open         []*Body
+	pending      job // finished phases not yet handed to the writer
+	clientMeta   Meta
+	clientBody   []byte // the client_request body, for later attempts
+	sawUpstream  bool
+	haveClientRq bool
+}
+
+// Attempt returns the attempt being recorded.
+func (r *Request) Attempt() int {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.attempt
+}
+
+// nextAttempt closes what is open and starts the next attempt with the
+// client request recorded again.
+func (r *Request) nextAttempt() {
+	r.mu.Lock()
+	open := r.open
+	r.open = nil
+	r.mu.Unlock()
+	for _, b := range open {
+		b.Close("retried")
+	}
+	r.mu.Lock()
+	r.attempt++
+	meta, body, have := r.clientMeta, r.clientBody, r.haveClientRq
+	r.mu.Unlock()
+	if have {
+		r.record(ClientRequest, meta, body)
+	}
 }
 
 // Begin starts recording attempt of request id. secrets are values (the
@@ -115,11 +152,33 @@ func (r *Request) hold(a ...fileAppend) {
 	r.mu.Unlock()
 }
 
-// Whole records a phase whose body is complete in memory.
+// Whole records a phase whose body is complete in memory. The body of a
+// client_request is kept (not copied) until the request ends, to record it
+// again for a later attempt: the caller must not modify it.
 func (r *Request) Whole(phase Phase, m Meta, body []byte) {
 	if r == nil {
 		return
 	}
+	switch phase {
+	case ClientRequest:
+		m.Begun = m.begun()
+		r.mu.Lock()
+		r.clientMeta, r.clientBody, r.haveClientRq = m, body, true
+		r.mu.Unlock()
+	case UpstreamRequest:
+		r.mu.Lock()
+		again := r.sawUpstream
+		r.sawUpstream = true
+		r.mu.Unlock()
+		if again {
+			r.nextAttempt()
+		}
+	}
+	r.record(phase, m, body)
+}
+
+// record writes a whole phase.
+func (r *Request) record(phase Phase, m Meta, body []byte) {
 	b := r.Start(phase, m)
 	b.Write(body)
 	b.Close("")
@@ -150,10 +209,10 @@ func (r *Request) Start(phase Phase, m Meta) *Body {
 	if mt, _, err := mime.ParseMediaType(line.ContentType); err == nil && mt == "text/event-stream" {
 		format = FormatSSE
 	}
-	line.Body = &BodyRef{Path: ArtifactPath(begun, r.id, r.attempt, phase), Format: format}
+	line.Body = &BodyRef{Path: ArtifactPath(begun, r.id, line.Attempt, phase), Format: format}
 	b := &Body{r: r, line: line, begun: begun, max: r.w.maxArtifact}
 	b.header = Record{
-		Type: RecordHeader, V: Version, RequestID: r.id, Attempt: r.attempt, Phase: phase, Format: format,
+		Type: RecordHeader, V: Version, RequestID: r.id, Attempt: line.Attempt, Phase: phase, Format: format,
 		Method: line.Method, URL: line.URL, Status: line.Status, ContentType: line.ContentType,
 		Model: line.Model, Stream: line.Stream, Headers: line.Headers,
 	}
@@ -169,14 +228,14 @@ func (r *Request) Start(phase Phase, m Meta) *Body {
 // line builds the index line of a phase from what is known at its start.
 func (r *Request) line(phase Phase, m Meta, begun time.Time) *IndexLine {
 	r.mu.Lock()
-	model, stream := r.model, r.stream
+	model, stream, attempt := r.model, r.stream, r.attempt
 	r.mu.Unlock()
 	ct := m.ContentType
 	if ct == "" {
 		ct = m.Header.Get("Content-Type")
 	}
 	return &IndexLine{
-		V: Version, RequestID: r.id, Attempt: r.attempt, Phase: phase, Time: FormatTime(begun),
+		V: Version, RequestID: r.id, Attempt: attempt, Phase: phase, Time: FormatTime(begun),
 		Model: model, Stream: stream, Status: m.Status, ContentType: ct,
 		Headers: redact.Headers(m.Header), Method: m.Method, URL: redact.URL(m.URL),
 	}

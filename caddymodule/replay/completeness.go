@@ -7,13 +7,23 @@ import (
 )
 
 // completeness decides whether the bundle's request can be replayed and
-// compared, from the captures of the selected attempt.
+// compared, from the captures of the selected attempt. Whatever a replay
+// or its comparison needs (the client and upstream requests, the upstream
+// response, their artifacts, an untruncated and unredacted request body, a
+// terminated upstream stream) blocks; what only describes the client's
+// side (the client response missing, truncated or unterminated) warns.
 func completeness(b *Bundle) Completeness {
 	var blockers, warnings []string
 	for _, phase := range capture.Phases {
 		c := b.Find(b.Attempt, phase)
 		if c == nil {
-			blockers = append(blockers, "missing_phase:"+string(phase))
+			if phase == capture.ClientResponse {
+				// a replay needs only the upstream exchange; an attempt
+				// that was retried never answered the client
+				warnings = append(warnings, "missing_phase:"+string(phase))
+			} else {
+				blockers = append(blockers, "missing_phase:"+string(phase))
+			}
 			continue
 		}
 		for _, issue := range c.Issues {

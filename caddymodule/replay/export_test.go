@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
 )
@@ -411,5 +412,33 @@ func TestExportIgnoresOtherRequestsLines(t *testing.T) {
 	f.Close()
 	if _, err := Export(ExportOptions{RequestID: "rr_keep", LogsDir: dir}); err == nil {
 		t.Fatal("a garbled line of this request was ignored")
+	}
+}
+
+func TestExportRetriedRequest(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	w, err := capture.Open(capture.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := w.Begin("rr_retry", 1, nil)
+	r.Whole(capture.ClientRequest, capture.Meta{Method: "POST", URL: "/v1/chat/completions"}, []byte(`{"q":1}`))
+	r.Whole(capture.UpstreamRequest, capture.Meta{Method: "POST", URL: TrustedEndpoint}, []byte(`{"with":"replay"}`))
+	r.Start(capture.UpstreamResponse, capture.Meta{Status: 400}).Write([]byte(`{"error":{}}`))
+	r.Whole(capture.UpstreamRequest, capture.Meta{Method: "POST", URL: TrustedEndpoint}, []byte(`{"without":"replay"}`))
+	r.Start(capture.UpstreamResponse, capture.Meta{Status: 200}).Write([]byte(`{}`))
+	r.Start(capture.ClientResponse, capture.Meta{Status: 200}).Write([]byte(`{}`))
+	r.Finish()
+	w.Close(5 * time.Second)
+
+	_, b := exportBytes(t, dir, "rr_retry", 0)
+	if b.Attempt != 2 || b.Request.Body != `{"without":"replay"}` || !b.Completeness.Replayable {
+		t.Fatalf("attempt %d body %s %+v", b.Attempt, b.Request.Body, b.Completeness)
+	}
+	_, b = exportBytes(t, dir, "rr_retry", 1)
+	if b.Request.Body != `{"with":"replay"}` || !b.Completeness.Replayable ||
+		!slices.Contains(b.Completeness.Warnings, "missing_phase:client_response") ||
+		!slices.Contains(b.Completeness.Warnings, "phase_error:upstream_response:retried") {
+		t.Fatalf("attempt 1: %s %+v", b.Request.Body, b.Completeness)
 	}
 }
