@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache"
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/ledger"
 )
 
@@ -34,6 +35,9 @@ var (
 	// background (SQLite's automatic checkpoint is off: it would stall a
 	// request's commit).
 	checkpointInterval = 5 * time.Second
+	// sweepInterval is how often the app expires abandoned generations
+	// (generation_timeout).
+	sweepInterval = 30 * time.Second
 	// exitDrainTimeout bounds how long Caddy's shutdown waits for requests
 	// still holding the store before closing it anyway.
 	exitDrainTimeout = 10 * time.Second
@@ -107,9 +111,10 @@ type CacheApp struct {
 
 	ctx    caddy.Context
 	logger *zap.Logger
-	key    string       // cleaned absolute database path; the pool key
-	holder *storeHolder // nil when disabled without a database; set only in Provision
-	unref  *sync.Once   // drops this configuration's pool reference once
+	key    string                 // cleaned absolute database path; the pool key
+	holder *storeHolder           // nil when disabled without a database; set only in Provision
+	engine *reasoningcache.Engine // nil unless enabled
+	unref  *sync.Once             // drops this configuration's pool reference once
 }
 
 // CaddyModule returns the Caddy module information.
@@ -134,9 +139,14 @@ func (a *CacheApp) Provision(ctx caddy.Context) error {
 	}
 	a.key = filepath.Clean(abs)
 
+	cfg, err := a.engineConfig()
+	if err != nil {
+		return err
+	}
 	enabled := a.Enabled
+	hotCache := reasoningcache.HotCacheBytes(cfg.MemoryBudget)
 	val, loaded, err := ledgers.LoadOrNew(a.key, func() (caddy.Destructor, error) {
-		return openHolder(a.key, enabled)
+		return openHolder(a.key, enabled, hotCache)
 	})
 	if errors.Is(err, ledger.ErrNoDatabase) {
 		a.logger.Info("reasoning cache disabled; no database", zap.String("database", a.key))
@@ -147,6 +157,15 @@ func (a *CacheApp) Provision(ctx caddy.Context) error {
 	}
 	a.holder = val.(*storeHolder)
 	a.unref = new(sync.Once)
+	if a.Enabled {
+		// one engine per configuration over the shared ledger: its
+		// settings can change on reload; requests of the old
+		// configuration finish on the old engine
+		a.engine, err = reasoningcache.New(a.holder.store, cfg)
+		if err != nil {
+			return fmt.Errorf("reasoning_cache: %w", err)
+		}
+	}
 	a.logger.Info("reasoning cache database",
 		zap.String("database", a.key), zap.Bool("enabled", a.Enabled), zap.Bool("reused", loaded))
 	return nil
@@ -216,8 +235,69 @@ func (a *CacheApp) checkpointLoop(store *ledger.Store) {
 			a.logger.Error("reasoning cache checkpoint loop panicked", zap.Any("error", err), zap.ByteString("stack", debug.Stack()))
 		}
 	}()
-	store.RunCheckpoints(a.ctx, checkpointInterval)
+	if a.engine == nil {
+		store.RunCheckpoints(a.ctx, checkpointInterval)
+		return
+	}
+	go store.RunCheckpoints(a.ctx, checkpointInterval)
+	// generation_timeout housekeeping, off the request path
+	ticker := time.NewTicker(sweepInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ticker.C:
+			if err := a.engine.Sweep(a.ctx); err != nil && a.ctx.Err() == nil {
+				a.logger.Warn("reasoning cache sweep failed", zap.Error(err))
+			}
+		case <-a.ctx.Done():
+			return
+		}
+	}
 }
+
+// engineConfig turns the app's fields into the engine's configuration
+// (defaults are the engine's).
+func (a *CacheApp) engineConfig() (reasoningcache.Config, error) {
+	for name, v := range map[string]int64{
+		"memory_budget": a.MemoryBudget, "entry_allowance": a.EntryAllowance, "replay_ceiling": a.ReplayCeiling,
+		"max_concurrent": int64(a.MaxConcurrent), "max_plan_records": int64(a.MaxPlanRecords),
+		"generation_timeout": int64(a.GenerationTimeout),
+	} {
+		if v < 0 {
+			return reasoningcache.Config{}, fmt.Errorf("reasoning_cache: %s must not be negative", name)
+		}
+	}
+	cfg := reasoningcache.Config{
+		MemoryBudget:      a.MemoryBudget,
+		MaxConcurrent:     a.MaxConcurrent,
+		EntryAllowance:    a.EntryAllowance,
+		ReplayCeiling:     a.ReplayCeiling,
+		MaxPlanRecords:    a.MaxPlanRecords,
+		GenerationTimeout: time.Duration(a.GenerationTimeout),
+		Logger:            a.logger.Named("engine"),
+	}
+	if cfg.MemoryBudget == 0 {
+		cfg.MemoryBudget = reasoningcache.DefaultMemoryBudget
+	}
+	return cfg, nil
+}
+
+// AcquireEngine pins the ledger for one request and returns the cache
+// engine, or ErrCacheDisabled. Call release when the request ends.
+func (a *CacheApp) AcquireEngine() (*reasoningcache.Engine, func(), error) {
+	if a.engine == nil {
+		return nil, func() {}, ErrCacheDisabled
+	}
+	_, release, err := a.holder.acquire()
+	if err != nil {
+		return nil, release, err
+	}
+	return a.engine, release, nil
+}
+
+// replayRetry reports whether a request whose replayed reasoning the
+// upstream rejected is resent once without replay.
+func (a *CacheApp) replayRetry() bool { return a.ReplayRetry == nil || *a.ReplayRetry }
 
 // ledgers holds the open ledgers, keyed by cleaned absolute database path,
 // across configuration reloads.
@@ -251,7 +331,7 @@ type storeHolder struct {
 	closeErr error
 }
 
-func openHolder(key string, enabled bool) (*storeHolder, error) {
+func openHolder(key string, enabled bool, hotCacheBytes int64) (*storeHolder, error) {
 	closingMu.Lock()
 	prev := closing[key]
 	closingMu.Unlock()
@@ -263,7 +343,7 @@ func openHolder(key string, enabled bool) (*storeHolder, error) {
 		}
 	}
 	log := caddy.Log().Named("reasoning_cache.ledger")
-	st, err := ledger.Open(key, ledger.Options{Disabled: !enabled, Logger: log})
+	st, err := ledger.Open(key, ledger.Options{Disabled: !enabled, Logger: log, HotCacheBytes: hotCacheBytes})
 	if err != nil {
 		return nil, err
 	}

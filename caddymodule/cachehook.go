@@ -7,7 +7,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/ledger"
+	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache"
 )
 
 // provisionCache finds the reasoning_cache app. Caddy instantiates it (and
@@ -25,19 +25,23 @@ func (h *Handler) provisionCache(ctx caddy.Context) error {
 // holdCache pins the reasoning cache's ledger for the duration of one
 // request, so that a `caddy reload` (which cleans up the old configuration
 // while its streams are still running) cannot close it under the request.
-// It returns the store (nil when the cache is disabled) and the release
-// function to defer.
-func (rq *request) holdCache() (*ledger.Store, func()) {
+// It returns the cache engine (nil when the cache is disabled) and the
+// release function to defer.
+func (rq *request) holdCache() (*reasoningcache.Engine, func()) {
 	if rq.h.cache == nil {
 		return nil, func() {}
 	}
-	store, release, err := rq.h.cache.Acquire()
+	engine, release, err := rq.h.cache.AcquireEngine()
 	if err != nil {
 		if !errors.Is(err, ErrCacheDisabled) {
 			rq.h.logger.Warn("reasoning cache unavailable; relaying without it",
 				zap.String("request_id", rq.id), zap.Error(err))
 		}
-		return nil, func() {}
+		return nil, release
 	}
-	return store, release
+	return engine, release
 }
+
+// replayRetry reports whether the cache resends a request once without
+// replay when the upstream rejects its replayed reasoning.
+func (h *Handler) replayRetry() bool { return h.cache != nil && h.cache.replayRetry() }

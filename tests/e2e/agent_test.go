@@ -114,17 +114,17 @@ func TestChatCustomToolAsFunction(t *testing.T) {
 }
 
 // completeRaw posts a raw body to /chat/completions through the SDK.
-func completeRaw(t *testing.T, c openai.Client, body []byte, streaming bool) openai.ChatCompletionChoice {
+func completeRaw(t *testing.T, c openai.Client, body []byte, streaming bool, extra ...option.RequestOption) openai.ChatCompletionChoice {
 	t.Helper()
-	opt := option.WithRequestBody("application/json", body)
+	opts := append([]option.RequestOption{option.WithRequestBody("application/json", body)}, extra...)
 	if !streaming {
-		comp, err := c.Chat.Completions.New(ctx(t), openai.ChatCompletionNewParams{}, opt)
+		comp, err := c.Chat.Completions.New(ctx(t), openai.ChatCompletionNewParams{}, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return comp.Choices[0]
 	}
-	stream := c.Chat.Completions.NewStreaming(ctx(t), openai.ChatCompletionNewParams{}, opt)
+	stream := c.Chat.Completions.NewStreaming(ctx(t), openai.ChatCompletionNewParams{}, opts...)
 	var acc openai.ChatCompletionAccumulator
 	usage := false
 	for stream.Next() {

@@ -31,6 +31,9 @@ const (
 	upstreamKey = "sk-upstream-CANARY-7f3a1c"
 	relayToken  = "relay-token-CANARY-91b2"
 	otherToken  = "relay-token-second-55e0"
+	// upstreamKey2 is a second upstream credential the fake accepts;
+	// reasoning issued under one key fails under the other.
+	upstreamKey2 = "sk-upstream-second-CANARY-0d4e"
 )
 
 // relay is one Caddy with the relay in front of one fake upstream.
@@ -68,9 +71,12 @@ func startRelay(t testing.TB, extra string) *relay {
 // startRelayWith is startRelay with global options (e.g. reasoning_cache).
 func startRelayWith(t testing.TB, global, extra string) *relay {
 	t.Helper()
-	r := &relay{fake: fakeupstream.New(fakeupstream.Options{APIKey: upstreamKey})}
+	r := &relay{fake: fakeupstream.New(fakeupstream.Options{APIKey: upstreamKey, AltAPIKeys: []string{upstreamKey2}})}
 	r.up = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		r.fake.ServeHTTP(w, req)
+		r.mu.Lock()
+		fake := r.fake // tests may swap the fake
+		r.mu.Unlock()
+		fake.ServeHTTP(w, req)
 		if req.Context().Err() != nil {
 			r.mu.Lock()
 			r.cancelled++
@@ -125,6 +131,9 @@ func sharedRelayFor(t *testing.T) *relay {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if replayTotals.eligible > 0 {
+		fmt.Printf("figures: over all replay tests: %v\n", replayTotals)
+	}
 	for i := len(sharedT.cleanups) - 1; i >= 0; i-- {
 		sharedT.cleanups[i]()
 	}
