@@ -1,0 +1,64 @@
+package caddymodule
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/tests/fakeupstream"
+)
+
+// TestCacheUnavailableIs503: when the ledger cannot record a request (here
+// it is closed under the running configuration), the relay answers 503
+// cache_unavailable rather than forward a request whose output it could
+// not track; before that, the same request is relayed normally.
+func TestCacheUnavailableIs503(t *testing.T) {
+	fake := fakeupstream.New(fakeupstream.Options{APIKey: "sk-test"})
+	up := httptest.NewServer(fake)
+	defer up.Close()
+	cacheJSON, _ := json.Marshal(map[string]any{"database": filepath.Join(t.TempDir(), "ledger.sqlite"), "enabled": true})
+	ctx, err := caddy.ProvisionContext(&caddy.Config{
+		Admin:   &caddy.AdminConfig{Disabled: true},
+		AppsRaw: caddy.ModuleMap{"reasoning_cache": cacheJSON},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Handler{Upstream: up.URL + "/v1", APIKey: "sk-test", RelayTokens: []string{"tok"}}
+	if err := h.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Cleanup()
+	if h.cache == nil || h.cache.engine == nil {
+		t.Fatal("the cache engine is not running")
+	}
+	post := func() *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
+			strings.NewReader(`{"model":"gpt-5.2","messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Authorization", "Bearer tok")
+		rec := httptest.NewRecorder()
+		if err := h.ServeHTTP(rec, req, nil); err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	if rec := post(); rec.Code != http.StatusOK {
+		t.Fatalf("with a working ledger: %d %s", rec.Code, rec.Body)
+	}
+	if err := h.cache.holder.store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := len(fake.Requests())
+	rec := post()
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), `"code":"cache_unavailable"`) {
+		t.Fatalf("with a failed ledger: %d %s", rec.Code, rec.Body)
+	}
+	if len(fake.Requests()) != before {
+		t.Fatal("a request the cache could not record went upstream")
+	}
+}
