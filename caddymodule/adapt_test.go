@@ -68,3 +68,31 @@ func TestDirectiveOrder(t *testing.T) {
 		t.Fatalf("reasoning_relay (at %d) must come before reverse_proxy (at %d):\n%s", relay, proxy, s)
 	}
 }
+
+// TestCacheOptionAdapts: every reasoning_cache option reaches its JSON
+// field, and repeated blocks merge.
+func TestCacheOptionAdapts(t *testing.T) {
+	cfg := adapt(t, `{
+	reasoning_cache {
+		database /tmp/x.sqlite
+		enabled on
+		memory_budget 64MiB
+		max_concurrent 3
+	}
+	reasoning_cache {
+		entry_allowance 2MiB
+		replay_ceiling 8MiB
+		max_plan_records 9
+		generation_timeout 2m
+		replay_retry off
+	}
+}
+:8080 {
+	respond ok
+}`)
+	raw, _ := json.Marshal(cfg["apps"].(map[string]any)["reasoning_cache"])
+	want := `{"database":"/tmp/x.sqlite","enabled":true,"entry_allowance":2097152,"generation_timeout":120000000000,"max_concurrent":3,"max_plan_records":9,"memory_budget":67108864,"replay_ceiling":8388608,"replay_retry":false}`
+	if string(raw) != want {
+		t.Fatalf("adapted\n%s\nwant\n%s", raw, want)
+	}
+}
