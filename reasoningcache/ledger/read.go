@@ -61,28 +61,7 @@ func (s *Store) Candidates(ctx context.Context, scopeID, endDigest string) ([]Ob
 
 // Markers returns the markers (of either kind) at digest in scopeID.
 func (s *Store) Markers(ctx context.Context, scopeID, digest string) ([]Marker, error) {
-	if s.isClosed() {
-		return nil, ErrClosed
-	}
-	rows, err := s.db.QueryContext(ctx, `
-		SELECT scope_id, kind, digest, reason, intent_id FROM markers
-		WHERE scope_id = ? AND digest = ? ORDER BY kind`, scopeID, digest)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: markers: %w", err)
-	}
-	defer rows.Close()
-	var out []Marker
-	for rows.Next() {
-		var m Marker
-		if err := rows.Scan(&m.ScopeID, &m.Kind, &m.Digest, &m.Reason, &m.IntentID); err != nil {
-			return nil, fmt.Errorf("ledger: markers: %w", err)
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("ledger: markers: %w", err)
-	}
-	return out, nil
+	return s.MarkersAt(ctx, scopeID, []string{digest})
 }
 
 // ScopeState returns a scope's row; ok is false if the scope is unknown.
