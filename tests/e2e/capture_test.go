@@ -21,6 +21,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/reasoning-relay/caddy-reasoning-relay/tests/fakeupstream"
 	"github.com/reasoning-relay/caddy-reasoning-relay/tests/relaytest"
 )
 
@@ -446,4 +447,67 @@ func TestCaptureUnreachableUpstream(t *testing.T) {
 	}
 	sweep(t, "bundle", data)
 	sweep(t, "caddy logs", []byte(c.Logs()))
+}
+
+// TestCaptureRetriedAttempts: when the upstream rejects replayed reasoning
+// and the relay resends without it, both attempts are captured; the export
+// picks the resend, and --attempt 1 gives the rejected request.
+func TestCaptureRetriedAttempts(t *testing.T) {
+	capDir := filepath.Join(t.TempDir(), "captures")
+	r := cacheRelay(t, "", "log_bodies "+capDir)
+	cv := newConvo(t, r, relayToken, "capretry", nil)
+	cv.say("one", false)
+	cv.say("two", true)
+	r.mu.Lock()
+	r.fake = fakeupstream.New(fakeupstream.Options{APIKey: upstreamKey}) // old ciphertext now fails
+	r.mu.Unlock()
+	cv.expect = false
+	cv.say("three", false)
+
+	// the request that was retried is the one with a second attempt
+	var id string
+	deadline := time.Now().Add(15 * time.Second)
+	for id == "" && time.Now().Before(deadline) {
+		names, _ := filepath.Glob(filepath.Join(capDir, "relay-capture-*.jsonl"))
+		for _, n := range names {
+			data, _ := os.ReadFile(n)
+			for _, line := range strings.Split(string(data), "\n") {
+				var l struct {
+					RequestID string
+					Attempt   int
+					Phase     string
+				}
+				if json.Unmarshal([]byte(line), &l) == nil && l.Attempt == 2 && l.Phase == "client_response" {
+					id = l.RequestID
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if id == "" {
+		t.Fatal("no request was captured with a second attempt")
+	}
+	work := t.TempDir()
+	last, s := export(t, nil, capDir, id, filepath.Join(work, "last.bundle"))
+	if s["attempt"] != float64(2) || s["replayable"] != true {
+		t.Fatalf("latest attempt: %v", s)
+	}
+	var s1 map[string]any
+	stdout, stderr, err := cli(t, nil, "reasoning-relay", "replay", "export", "--request-id", id, "--logs-dir", capDir,
+		"--output", filepath.Join(work, "first.bundle"), "--attempt", "1", "--format", "json")
+	if err != nil {
+		t.Fatalf("export --attempt 1: %v\n%s%s", err, stdout, stderr)
+	}
+	json.Unmarshal([]byte(stdout), &s1)
+	if s1["attempt"] != float64(1) || !slices.Contains(anyStrings(s1["warnings"]), "missing_phase:client_response") {
+		t.Fatalf("attempt 1: %v", s1)
+	}
+	b1, _ := os.ReadFile(filepath.Join(work, "first.bundle"))
+	if !bytes.Contains(b1, []byte("invalid_encrypted_content")) || !bytes.Contains(b1, []byte("encrypted_content")) {
+		t.Fatal("attempt 1 lacks the rejected request or the rejection")
+	}
+	if bytes.Equal(b1, last) {
+		t.Fatal("the two attempts exported the same bundle")
+	}
+	sweep(t, "bundles", append(b1, last...))
 }
