@@ -44,7 +44,7 @@ var queryCanaries = map[string]string{
 
 // allCanaries lists every secret of the capture tests.
 func allCanaries() []string {
-	out := []string{upstreamKey, relayToken, otherToken}
+	out := []string{upstreamKey, upstreamKey2, relayToken, otherToken}
 	for _, v := range captureCanaries {
 		out = append(out, v)
 	}
