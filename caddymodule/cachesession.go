@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -155,6 +156,10 @@ func (cs *cacheSession) complete(ctx context.Context, out reasoningcache.Outcome
 	if cs == nil || cs.ended {
 		return
 	}
+	// the commit must not be cut short by a client that goes away at the
+	// last moment; it is bounded by the delivery deadline instead
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(cs.rq.h.DeliveryTimeout))
+	defer cancel()
 	if err := cs.s.Complete(ctx, out); err != nil {
 		cs.rq.h.logger.Warn("reasoning cache: recording the response failed",
 			zap.String("request_id", cs.rq.id), zap.Error(err))
