@@ -124,6 +124,7 @@ func (rq *request) postChat(ctx context.Context, treq *translate.Request, cs *ca
 				continue
 			}
 		}
+		copyUpstreamHeaders(rq.w.Header(), resp.Header)
 		rq.fail(e, "upstream_status_"+strconv.Itoa(e.Status))
 		return nil, false
 	}
@@ -137,21 +138,22 @@ func (rq *request) upstreamOK(ctx context.Context, resp *http.Response, idle *tr
 		return true
 	}
 	if e, ok := rq.upstreamError(ctx, resp, idle); ok {
+		copyUpstreamHeaders(rq.w.Header(), resp.Header)
 		rq.fail(e, "upstream_status_"+strconv.Itoa(resp.StatusCode))
 	}
 	return false
 }
 
 // upstreamError reads a non-2xx upstream answer's (capped) body into the
-// error the client would get; it also passes the upstream's rate-limit
-// headers on. ok is false when reading failed and the client has been
-// answered.
+// error the client would get. ok is false when reading failed and the
+// client has been answered. The upstream's rate-limit headers are passed
+// on by the caller only when this answer is the one the client gets (not
+// for an attempt that is retried).
 func (rq *request) upstreamError(ctx context.Context, resp *http.Response, idle *transport.Watchdog) (*apierr.Error, bool) {
 	raw, ok := rq.readUpstreamBody(ctx, resp, idle)
 	if !ok {
 		return nil, false
 	}
-	copyUpstreamHeaders(rq.w.Header(), resp.Header)
 	return transport.UpstreamError(resp.StatusCode, raw, rq.h.upstreamSecret()), true
 }
 
