@@ -139,10 +139,7 @@ func (a *CacheApp) Provision(ctx caddy.Context) error {
 	}
 	a.key = filepath.Clean(abs)
 
-	cfg, err := a.engineConfig()
-	if err != nil {
-		return err
-	}
+	cfg := a.engineConfig()
 	enabled := a.Enabled
 	hotCache := reasoningcache.HotCacheBytes(cfg.MemoryBudget)
 	val, loaded, err := ledgers.LoadOrNew(a.key, func() (caddy.Destructor, error) {
@@ -255,19 +252,10 @@ func (a *CacheApp) checkpointLoop(store *ledger.Store) {
 	}
 }
 
-// engineConfig turns the app's fields into the engine's configuration
-// (defaults are the engine's).
-func (a *CacheApp) engineConfig() (reasoningcache.Config, error) {
-	for name, v := range map[string]int64{
-		"memory_budget": a.MemoryBudget, "entry_allowance": a.EntryAllowance, "replay_ceiling": a.ReplayCeiling,
-		"max_concurrent": int64(a.MaxConcurrent), "max_plan_records": int64(a.MaxPlanRecords),
-		"generation_timeout": int64(a.GenerationTimeout),
-	} {
-		if v < 0 {
-			return reasoningcache.Config{}, fmt.Errorf("reasoning_cache: %s must not be negative", name)
-		}
-	}
-	cfg := reasoningcache.Config{
+// engineConfig turns the app's fields into the engine's configuration.
+// Defaults and range checks are the engine's (reasoningcache.New).
+func (a *CacheApp) engineConfig() reasoningcache.Config {
+	return reasoningcache.Config{
 		MemoryBudget:      a.MemoryBudget,
 		MaxConcurrent:     a.MaxConcurrent,
 		EntryAllowance:    a.EntryAllowance,
@@ -276,10 +264,6 @@ func (a *CacheApp) engineConfig() (reasoningcache.Config, error) {
 		GenerationTimeout: time.Duration(a.GenerationTimeout),
 		Logger:            a.logger.Named("engine"),
 	}
-	if cfg.MemoryBudget == 0 {
-		cfg.MemoryBudget = reasoningcache.DefaultMemoryBudget
-	}
-	return cfg, nil
 }
 
 // AcquireEngine pins the ledger for one request and returns the cache

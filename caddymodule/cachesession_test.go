@@ -62,3 +62,28 @@ func TestCacheUnavailableIs503(t *testing.T) {
 		t.Fatal("a request the cache could not record went upstream")
 	}
 }
+
+// TestCacheBudgetTooSmallFailsAtStartup: an enabled configuration whose
+// memory budget cannot hold the shared allowance is refused when Caddy
+// loads it, and a negative setting is refused the same way.
+func TestCacheBudgetTooSmallFailsAtStartup(t *testing.T) {
+	for _, extra := range []map[string]any{{"memory_budget": 1 << 20}, {"max_concurrent": -1}} {
+		cfg := map[string]any{"database": filepath.Join(t.TempDir(), "ledger.sqlite"), "enabled": true}
+		for k, v := range extra {
+			cfg[k] = v
+		}
+		raw, _ := json.Marshal(cfg)
+		_, err := caddy.ProvisionContext(&caddy.Config{
+			Admin:   &caddy.AdminConfig{Disabled: true},
+			AppsRaw: caddy.ModuleMap{"reasoning_cache": raw},
+		})
+		if err == nil {
+			t.Fatalf("%v: provisioned", extra)
+		}
+		for k := range extra {
+			if !strings.Contains(err.Error(), k) {
+				t.Fatalf("%v: error does not name the option: %v", extra, err)
+			}
+		}
+	}
+}
