@@ -27,7 +27,7 @@ func TestWatchdog(t *testing.T) {
 	for fired.Load() == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if fired.Load() != 1 || !wd.Fired() || !wd.Stop() {
+	if fired.Load() != 1 || !wd.Stop() {
 		t.Fatalf("fired %d times, want 1", fired.Load())
 	}
 	wd.Kick()

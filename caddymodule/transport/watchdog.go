@@ -60,16 +60,6 @@ func (w *Watchdog) Stop() (fired bool) {
 	return w.fired
 }
 
-// Fired reports whether the watchdog has fired.
-func (w *Watchdog) Fired() bool {
-	if w == nil || w.timer == nil {
-		return false
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.fired
-}
-
 // ProgressReader kicks a Watchdog every time a Read returns data, so that a
 // slow but steady transfer never trips an idle deadline.
 type ProgressReader struct {
