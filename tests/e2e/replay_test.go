@@ -493,6 +493,10 @@ func TestReplayCapacityFallback(t *testing.T) {
 			t.Fatalf("a request failed under capacity pressure: %v", err)
 		}
 	}
+	// the budget holds one session: the others went without the cache
+	if !strings.Contains(r.caddy.Logs(), `"reason":"capacity"`) {
+		t.Fatal("no request fell back for capacity")
+	}
 }
 
 // TestReplayConcurrentIdentical: identical conversations at the same time
