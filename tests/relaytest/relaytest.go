@@ -149,11 +149,10 @@ func FreePort(t TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// Start writes a Caddyfile for opts, starts Caddy and waits until the site
-// accepts connections. The process is stopped when the test ends.
-func Start(t TB, opts Options) *Caddy {
+// prepare fills opts' directory and port, writes the Caddyfile and returns
+// the instance (not started).
+func prepare(t TB, opts Options) *Caddy {
 	t.Helper()
-	bin := Binary(t)
 	if opts.Dir == "" {
 		// short path: the admin socket path must fit in sun_path
 		dir, err := os.MkdirTemp("", "rt-")
@@ -171,16 +170,36 @@ func Start(t TB, opts Options) *Caddy {
 		BaseURL: fmt.Sprintf("http://127.0.0.1:%d", opts.Port),
 		Admin:   "unix/" + filepath.Join(opts.Dir, "admin.sock"),
 	}
-	if err := os.WriteFile(c.CaddyfilePath(), []byte(c.caddyfile(opts)), 0o600); err != nil {
+	if err := c.writeCaddyfile(opts); err != nil {
 		t.Fatalf("relaytest: %v", err)
 	}
+	return c
+}
+
+// writeCaddyfile writes the Caddyfile for opts.
+func (c *Caddy) writeCaddyfile(opts Options) error {
+	return os.WriteFile(c.CaddyfilePath(), []byte(c.caddyfile(opts)), 0o600)
+}
+
+// command returns the Caddy binary with args, run in the instance's
+// directory with HOME and the XDG directories inside it, plus env.
+func (c *Caddy) command(ctx context.Context, env []string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, Binary(c.t), args...)
+	cmd.Dir = c.Dir
+	cmd.Env = append(os.Environ(),
+		"HOME="+c.Dir, "XDG_DATA_HOME="+filepath.Join(c.Dir, "xdg-data"),
+		"XDG_CONFIG_HOME="+filepath.Join(c.Dir, "xdg-config"))
+	cmd.Env = append(cmd.Env, env...)
+	return cmd
+}
+
+// Start writes a Caddyfile for opts, starts Caddy and waits until the site
+// accepts connections. The process is stopped when the test ends.
+func Start(t TB, opts Options) *Caddy {
+	t.Helper()
+	c := prepare(t, opts)
 	c.logs = &syncBuffer{}
-	c.cmd = exec.Command(bin, "run", "--config", c.CaddyfilePath(), "--adapter", "caddyfile")
-	c.cmd.Dir = opts.Dir
-	c.cmd.Env = append(os.Environ(),
-		"HOME="+opts.Dir, "XDG_DATA_HOME="+filepath.Join(opts.Dir, "xdg-data"),
-		"XDG_CONFIG_HOME="+filepath.Join(opts.Dir, "xdg-config"))
-	c.cmd.Env = append(c.cmd.Env, opts.Env...)
+	c.cmd = c.command(context.Background(), c.opts.Env, "run", "--config", c.CaddyfilePath(), "--adapter", "caddyfile")
 	c.cmd.Stdout = c.logs
 	c.cmd.Stderr = c.logs
 	if err := c.cmd.Start(); err != nil {
@@ -257,32 +276,10 @@ func (c *Caddy) waitReady() {
 // logs of the failed start.
 func StartErr(t TB, opts Options) string {
 	t.Helper()
-	bin := Binary(t)
-	dir := opts.Dir
-	if dir == "" {
-		var err error
-		dir, err = os.MkdirTemp("", "rt-")
-		if err != nil {
-			t.Fatalf("relaytest: %v", err)
-		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
-		opts.Dir = dir
-	}
-	if opts.Port == 0 {
-		opts.Port = FreePort(t)
-	}
-	c := &Caddy{Dir: dir, Port: opts.Port, Admin: "unix/" + filepath.Join(dir, "admin.sock")}
-	if err := os.WriteFile(c.CaddyfilePath(), []byte(c.caddyfile(opts)), 0o600); err != nil {
-		t.Fatalf("relaytest: %v", err)
-	}
+	c := prepare(t, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "run", "--config", c.CaddyfilePath(), "--adapter", "caddyfile")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "xdg-data"),
-		"XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"))
-	cmd.Env = append(cmd.Env, opts.Env...)
-	out, err := cmd.CombinedOutput()
+	out, err := c.command(ctx, c.opts.Env, "run", "--config", c.CaddyfilePath(), "--adapter", "caddyfile").CombinedOutput()
 	if err == nil {
 		t.Fatalf("relaytest: caddy started although it should have failed:\n%s", out)
 	}
@@ -293,14 +290,11 @@ func StartErr(t TB, opts Options) string {
 // against the running instance, as an operator would.
 func (c *Caddy) Reload(opts Options) error {
 	opts.Dir, opts.Port = c.Dir, c.Port
-	if err := os.WriteFile(c.CaddyfilePath(), []byte(c.caddyfile(opts)), 0o600); err != nil {
+	if err := c.writeCaddyfile(opts); err != nil {
 		return err
 	}
-	cmd := exec.Command(Binary(c.t), "reload", "--config", c.CaddyfilePath(), "--adapter", "caddyfile", "--address", c.Admin)
-	cmd.Dir = c.Dir
-	cmd.Env = append(os.Environ(), "HOME="+c.Dir)
-	cmd.Env = append(cmd.Env, opts.Env...)
-	out, err := cmd.CombinedOutput()
+	out, err := c.command(context.Background(), opts.Env,
+		"reload", "--config", c.CaddyfilePath(), "--adapter", "caddyfile", "--address", c.Admin).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("caddy reload: %v\n%s", err, out)
 	}
