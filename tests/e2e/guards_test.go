@@ -69,7 +69,7 @@ func TestUpstreamIdleTimeout(t *testing.T) {
 	if !strings.Contains(last, `"error"`) || !strings.Contains(last, "upstream_timeout") {
 		t.Fatalf("last line %q", last)
 	}
-	if !strings.Contains(r.caddy.Logs(), `"reason":"upstream_idle_timeout"`) {
+	if !r.caddy.WaitLog(`"reason":"upstream_idle_timeout"`, 5*time.Second) {
 		t.Fatal("no upstream_idle_timeout reason in the logs")
 	}
 }
@@ -121,14 +121,14 @@ func TestSecretsStayPut(t *testing.T) {
 			}
 		}
 	}
+	if !r.caddy.WaitLog(`"request_id":"rr_`, 5*time.Second) {
+		t.Fatal("no request_id in the relay's logs")
+	}
 	logs := r.caddy.Logs()
 	for _, s := range []string{upstreamKey, relayToken, otherToken} {
 		if strings.Contains(logs, s) {
 			t.Fatalf("secret %q in logs", s)
 		}
-	}
-	if !strings.Contains(logs, `"request_id":"rr_`) {
-		t.Fatal("no request_id in the relay's logs")
 	}
 }
 

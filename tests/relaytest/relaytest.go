@@ -352,6 +352,22 @@ func (c *Caddy) Exited() bool {
 	}
 }
 
+// WaitLog waits up to limit for a log line containing substr and reports
+// whether one appeared. Caddy logs a request's outcome after its last byte
+// was written, so a client can be done before the line exists.
+func (c *Caddy) WaitLog(substr string, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for {
+		if strings.Contains(c.Logs(), substr) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // Logs returns everything Caddy wrote to stdout and stderr so far.
 func (c *Caddy) Logs() string { return c.logs.String() }
 
