@@ -8,6 +8,7 @@ package relaytest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"net"
 	"net/http"
@@ -96,10 +97,12 @@ func Binary(t TB) string {
 			buildErr = err
 			return
 		}
-		// One binary per user at a stable path, replaced atomically, so
-		// that test processes running at the same time share the build and
-		// nothing piles up in the temporary directory.
-		dir := filepath.Join(os.TempDir(), fmt.Sprintf("relaytest-bin-%d", os.Getuid()))
+		// One binary per user and checkout at a stable path, replaced
+		// atomically, so that test processes of one checkout running at the
+		// same time share the build, two checkouts (git worktrees) never run
+		// each other's code, and nothing piles up in the temporary directory.
+		sum := sha256.Sum256([]byte(root))
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("relaytest-bin-%d-%x", os.Getuid(), sum[:6]))
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			buildErr = err
 			return
