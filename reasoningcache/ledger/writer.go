@@ -132,11 +132,23 @@ func (s *Store) runBatch(batch []*request) {
 	if n := int64(len(batch)); n > s.stats.maxSize.Load() {
 		s.stats.maxSize.Store(n)
 	}
-	ctx := context.Background() // request contexts must not interrupt a shared transaction
-	c := preparedTx{s.wstmts}
-	err := s.applyBatch(ctx, batch)
-	if err != nil {
-		_, _ = c.ExecContext(ctx, "ROLLBACK")
+	err := s.applyBatch(context.Background(), batch) // request contexts must not interrupt a shared transaction
+	var be *beginError
+	switch {
+	case err == nil:
+		s.committed(batch)
+	case len(batch) > 1 && !errors.As(err, &be):
+		// One operation (or the shared COMMIT) failed in a way that took
+		// the whole transaction with it, typically SQLITE_FULL or an I/O
+		// error. Run each operation in its own transaction, so that each
+		// fails alone with its own error and the others commit.
+		s.rollback()
+		for _, r := range batch {
+			r.err, r.onCommit = nil, nil
+			s.runAlone(r)
+		}
+	default:
+		s.rollback()
 		for _, r := range batch {
 			if r.err == nil {
 				r.err = err
@@ -144,27 +156,56 @@ func (s *Store) runBatch(batch []*request) {
 			// An operation that failed alone keeps its own error: it
 			// changed nothing either way.
 		}
-	} else {
-		crashPoint(crashAfterCommit)
-		for _, r := range batch {
-			if r.err == nil {
-				for _, f := range r.onCommit {
-					f()
-				}
-			}
-		}
 	}
 	for _, r := range batch {
 		close(r.done)
 	}
 }
 
+// runAlone applies one operation in its own transaction.
+func (s *Store) runAlone(r *request) {
+	s.stats.batches.Add(1)
+	one := []*request{r}
+	if err := s.applyBatch(context.Background(), one); err != nil {
+		s.rollback()
+		if r.err == nil {
+			r.err = err
+		}
+		return
+	}
+	s.committed(one)
+}
+
+// committed runs the cache upkeep of a committed batch's operations.
+func (s *Store) committed(batch []*request) {
+	crashPoint(crashAfterCommit)
+	for _, r := range batch {
+		if r.err == nil {
+			for _, f := range r.onCommit {
+				f()
+			}
+		}
+	}
+}
+
+// rollback ends the writer's transaction, if SQLite has not already.
+func (s *Store) rollback() {
+	_, _ = preparedTx{s.wstmts}.ExecContext(context.Background(), "ROLLBACK")
+}
+
+// beginError is a batch that failed before any operation ran: running its
+// operations one by one would only repeat the failure.
+type beginError struct{ err error }
+
+func (e *beginError) Error() string { return "ledger: begin batch: " + e.err.Error() }
+func (e *beginError) Unwrap() error { return e.err }
+
 // applyBatch runs BEGIN, one savepoint per operation, and COMMIT. It
 // returns an error only when the whole batch failed.
 func (s *Store) applyBatch(ctx context.Context, batch []*request) error {
 	c := preparedTx{s.wstmts}
 	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return fmt.Errorf("ledger: begin batch: %w", err)
+		return &beginError{err}
 	}
 	crashPoint(crashBatchBegun)
 	now := s.opts.Now()
@@ -186,11 +227,15 @@ func (s *Store) applyBatch(ctx context.Context, batch []*request) error {
 		w := &wtx{dbtx: c, ctx: ctx, now: now, s: s}
 		opErr := safeApply(w, r)
 		if opErr != nil {
-			if _, err := c.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
-				return fmt.Errorf("ledger: rollback %s: %w", r.name, err)
-			}
 			if !isValidation(opErr) {
 				opErr = fmt.Errorf("ledger: %s: %w", r.name, opErr)
+			}
+			if _, err := c.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
+				// SQLite rolled back the whole transaction (it may on
+				// SQLITE_FULL or an I/O error): the savepoint is gone,
+				// and the operation's own error is the real cause.
+				r.err = opErr
+				return fmt.Errorf("ledger: %s rolled back the batch: %w", r.name, opErr)
 			}
 		} else {
 			r.onCommit = w.onCommit
