@@ -163,6 +163,7 @@ func (v *validator) validate(steps []ledger.PlanStep) (plan, string) {
 		if r := v.checkStep(st, o, b, poisoned, conflicted, unresolved); r != "" {
 			return p, r
 		}
+		v.e.store.NoteTouched(st.PayloadID) // inspected and validated: a retention touch, batched
 		pl, err := v.e.store.Payload(v.ctx, st.PayloadID)
 		if err != nil {
 			return p, "payload_unavailable"

@@ -75,3 +75,14 @@ func (c *hotCache) len() int {
 	defer c.mu.Unlock()
 	return c.ll.Len()
 }
+
+// drop removes entries by id (their rows were deleted).
+func (c *hotCache) drop(ids ...int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		if el, ok := c.items[id]; ok {
+			c.remove(el)
+		}
+	}
+}

@@ -11,7 +11,7 @@ import (
 func TestCheckpointAndTruncateOnClose(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "c.sqlite")
-	s := openTest(t, path, Options{})
+	s := openTest(t, path, Options{manualMaintenance: true})
 	for i := 0; i < 20; i++ {
 		storeTurn(t, s, testScope(1), 1, dig("s%d", i), dig("e%d", i), nil)
 	}

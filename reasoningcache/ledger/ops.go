@@ -101,6 +101,10 @@ func (s *Store) CreateIntent(ctx context.Context, req CreateIntentRequest) (int6
 				return err
 			}
 		}
+		if len(req.Plan) > 0 {
+			// selected for dispatch: a retention touch, in this commit
+			return w.touchPayloadsOf(planJSON)
+		}
 		return nil
 	})
 	if err != nil {
@@ -296,6 +300,9 @@ func (s *Store) CommitObservation(ctx context.Context, req CommitObservationRequ
 
 func (w *wtx) commitObservation(in intentRow, req CommitObservationRequest) (CommitResult, error) {
 	var res CommitResult
+	if req.Payload != nil && !w.s.life.admitting() {
+		req.Payload = nil // disk pressure: observe, but admit no new payload
+	}
 	if req.ModelSnapshot != "" {
 		// Every observation, whatever its outcome, shows the snapshot is
 		// still served for this scope.
@@ -325,7 +332,7 @@ func (w *wtx) commitObservation(in intentRow, req CommitObservationRequest) (Com
 	case err == nil && prevHash == req.OutputHash:
 		res.Outcome, res.ObservationID, res.PayloadID = OutcomeRepeat, prevID, prevPayload.Int64
 		if prevPayload.Valid {
-			if _, err := w.ExecContext(w.ctx, `UPDATE payloads SET touched_at = ? WHERE payload_id = ?`, w.nowMs(), prevPayload.Int64); err != nil {
+			if _, err := w.ExecContext(w.ctx, `UPDATE payloads SET touched_at = max(touched_at, ?) WHERE payload_id = ?`, w.nowMs(), prevPayload.Int64); err != nil {
 				return res, err
 			}
 		}
@@ -349,7 +356,7 @@ func (w *wtx) commitObservation(in intentRow, req CommitObservationRequest) (Com
 		// stored once and touched again.
 		err := w.QueryRowContext(w.ctx, `
 			INSERT INTO payloads (fingerprint, output, size, touched_at) VALUES (?, ?, ?, ?)
-			ON CONFLICT (fingerprint) DO UPDATE SET touched_at = excluded.touched_at
+			ON CONFLICT (fingerprint) DO UPDATE SET touched_at = max(touched_at, excluded.touched_at)
 			RETURNING payload_id`, req.PayloadFP, string(req.Payload), len(req.Payload), w.nowMs()).Scan(&payloadID)
 		if err != nil {
 			return res, fmt.Errorf("store payload: %w", err)
@@ -374,13 +381,14 @@ func (w *wtx) commitObservation(in intentRow, req CommitObservationRequest) (Com
 	if res.ObservationID, err = r.LastInsertId(); err != nil {
 		return res, err
 	}
-	// Retained ancestry: the observation depends on the plan it was
-	// produced with.
-	if _, err := w.ExecContext(w.ctx, `
-		INSERT INTO dependencies (kind, observation_id, ancestor_id)
-		SELECT 'ancestry', ?, ancestor_id FROM dependencies WHERE kind = 'pin' AND intent_id = ?`,
-		res.ObservationID, in.ID); err != nil {
-		return res, fmt.Errorf("store ancestry: %w", err)
+	if err := w.storeAncestry(res.ObservationID, in); err != nil {
+		return res, err
+	}
+	if in.PlanCount > 0 {
+		// the plan's payloads are referenced by this answer: a touch
+		if err := w.touchPayloadsOf(in.PlanJSON); err != nil {
+			return res, fmt.Errorf("touch plan: %w", err)
+		}
 	}
 	res.Outcome, res.PayloadID = OutcomeStored, payloadID.Int64
 	return res, nil
@@ -483,6 +491,11 @@ func (s *Store) TouchPayloads(ctx context.Context, at time.Time, ids ...int64) e
 // generation. Both are durable before SetEnabled returns.
 func (s *Store) SetEnabled(ctx context.Context, enabled bool) error {
 	if s.enabled.Load() == enabled {
+		return nil
+	}
+	if s.life.guarded.Load() {
+		// A latched store stays off, with its coverage gap, until restart.
+		s.enabled.Store(enabled)
 		return nil
 	}
 	err := s.submit(ctx, "set_enabled", true, func(w *wtx) error {

@@ -27,6 +27,12 @@ const (
 	DefaultHotCacheBytes   = 32 << 20
 	DefaultHotCacheEntries = 4096
 	DefaultBusyTimeout     = 5 * time.Second
+	DefaultRetention       = 30 * 24 * time.Hour
+	MinRetention           = 30 * 24 * time.Hour
+	DefaultDiskAdmission   = 1 << 30
+	DefaultReserveBytes    = 64 << 20
+	MinReserveBytes        = 64 << 10
+	DefaultWALLimit        = 64 << 20
 )
 
 // Options configure Open. The zero value is usable: an enabled store with
@@ -55,8 +61,31 @@ type Options struct {
 	BusyTimeout time.Duration
 	// Logger receives the store's few log lines. Default: no logging.
 	Logger *zap.Logger
-	// Now is the clock. Default: time.Now.
+	// Now is the wall clock. Default: time.Now. Ignored when Clock is set.
 	Now func() time.Time
+	// Clock is the time source, wall and monotonic, for rows, retention
+	// and the restart barrier. Default: Now with the real monotonic clock.
+	Clock Clock
+
+	// Retention is how long a payload must have gone untouched before
+	// cleanup may delete it. Default and minimum: 30 days.
+	Retention time.Duration
+	// DiskAdmission is the size of database plus WAL, in bytes, above
+	// which new payloads are not admitted (observations, markers and
+	// intents still are). Default: 1 GiB.
+	DiskAdmission int64
+	// ReserveBytes is the size of the physically allocated reserve file
+	// beside the database, released to let a safety write through on a
+	// full disk. Default: 64 MiB; minimum 64 KiB.
+	ReserveBytes int64
+	// WALLimit is the WAL size, in bytes, above which the background
+	// maintenance truncates the WAL, and the size SQLite truncates it to
+	// after a reset (journal_size_limit). Default: 64 MiB.
+	WALLimit int64
+
+	// manualMaintenance (tests only) starts no maintenance loop: the
+	// test calls maintain itself.
+	manualMaintenance bool
 }
 
 func (o *Options) setDefaults() {
@@ -87,9 +116,39 @@ func (o *Options) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		if o.Now == nil {
+			o.Clock = systemClock{origin: time.Now()}
+		} else {
+			o.Clock = funcClock{now: o.Now, origin: time.Now()}
+		}
 	}
+	o.Now = o.Clock.Now
+	if o.Retention == 0 {
+		o.Retention = DefaultRetention
+	}
+	if o.DiskAdmission == 0 {
+		o.DiskAdmission = DefaultDiskAdmission
+	}
+	if o.ReserveBytes == 0 {
+		o.ReserveBytes = DefaultReserveBytes
+	}
+	if o.WALLimit <= 0 {
+		o.WALLimit = DefaultWALLimit
+	}
+}
+
+// check rejects options below their minimums.
+func (o *Options) check() error {
+	switch {
+	case o.Retention < MinRetention:
+		return fmt.Errorf("ledger: retention %s is below the minimum of %s", o.Retention, MinRetention)
+	case o.ReserveBytes < MinReserveBytes:
+		return fmt.Errorf("ledger: reserve of %d bytes is below the minimum of %d", o.ReserveBytes, MinReserveBytes)
+	case o.DiskAdmission < 0:
+		return fmt.Errorf("ledger: disk admission %d is negative", o.DiskAdmission)
+	}
+	return nil
 }
 
 // Store is an open ledger. It is safe for concurrent use. Close it exactly
@@ -116,18 +175,27 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	stats storeStats
+	stats       storeStats
+	life        lifecycle
+	barrier     *barrier
+	touched     touches
+	reserve     reserve
+	lastCleanup time.Duration // monotonic; maintenance goroutine only
+	maintQuit   chan struct{}
+	maintDone   chan struct{}
 }
 
 // dsn returns the connection string: every pooled connection gets WAL,
-// foreign keys, synchronous=FULL and no automatic checkpoint.
-func dsn(path string, busy time.Duration) string {
+// foreign keys, synchronous=FULL, no automatic checkpoint and a WAL that
+// SQLite truncates to walLimit when it restarts it.
+func dsn(path string, busy time.Duration, walLimit int64) string {
 	return path + "?" + strings.Join([]string{
 		fmt.Sprintf("_pragma=busy_timeout(%d)", busy.Milliseconds()),
 		"_pragma=journal_mode(WAL)",
 		"_pragma=foreign_keys(1)",
 		"_pragma=synchronous(FULL)",
 		"_pragma=wal_autocheckpoint(0)",
+		fmt.Sprintf("_pragma=journal_size_limit(%d)", walLimit),
 		"_txlock=immediate",
 	}, "&")
 }
@@ -138,6 +206,9 @@ func dsn(path string, busy time.Duration) string {
 // it returns. See Options.Disabled.
 func Open(path string, opts Options) (*Store, error) {
 	opts.setDefaults()
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
 	if path == "" {
 		return nil, errors.New("ledger: open: empty database path")
 	}
@@ -169,6 +240,10 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("ledger: open %s: %w", abs, err)
 	}
+	if err := checkGuardFile(abs, opts.BusyTimeout); err != nil {
+		_ = lock.release()
+		return nil, err
+	}
 	s, err := open(abs, lock, opts)
 	if err != nil {
 		_ = lock.release()
@@ -181,7 +256,7 @@ func open(abs string, lock *ownerLock, opts Options) (*Store, error) {
 	if err := createDBFile(abs); err != nil {
 		return nil, fmt.Errorf("ledger: open %s: %w", abs, err)
 	}
-	db, err := sql.Open("sqlite", dsn(abs, opts.BusyTimeout))
+	db, err := sql.Open("sqlite", dsn(abs, opts.BusyTimeout, opts.WALLimit))
 	if err != nil {
 		return nil, fmt.Errorf("ledger: open %s: %w", abs, err)
 	}
@@ -215,6 +290,12 @@ func open(abs string, lock *ownerLock, opts Options) (*Store, error) {
 		reqs:   make(chan *request, opts.MaxBatch),
 		quit:   make(chan struct{}),
 		done:   make(chan struct{}),
+
+		barrier:     newBarrier(opts.Clock),
+		reserve:     reserve{path: abs + reserveSuffix, want: opts.ReserveBytes},
+		lastCleanup: opts.Clock.Monotonic(),
+		maintQuit:   make(chan struct{}),
+		maintDone:   make(chan struct{}),
 	}
 	rec, err := s.startup(ctx, !opts.Disabled)
 	if err != nil {
@@ -226,21 +307,33 @@ func open(abs string, lock *ownerLock, opts Options) (*Store, error) {
 		return fail("permissions", err)
 	}
 	s.enabled.Store(!opts.Disabled)
+	s.life.lastWrite.Store(time.Now().UnixNano())
+	s.sampleDisk()
+	if !opts.Disabled {
+		s.ensureReserve()
+	}
 	go s.writer()
+	if opts.manualMaintenance {
+		close(s.maintDone)
+	} else {
+		go s.maintenance()
+	}
 	s.log.Info("ledger opened",
 		zap.String("path", abs),
 		zap.Bool("enabled", !opts.Disabled),
 		zap.Int("recovered_intents", rec.intents),
 		zap.Int("poison_markers", rec.markers),
-		zap.Bool("coverage_gap_consumed", rec.gapConsumed))
+		zap.Bool("coverage_gap_consumed", rec.gapConsumed),
+		zap.Int64("reserve_bytes", s.reserve.size()))
 	return s, nil
 }
 
 // Path returns the cleaned absolute database path.
 func (s *Store) Path() string { return s.path }
 
-// Enabled reports whether the store accepts per-request writes.
-func (s *Store) Enabled() bool { return s.enabled.Load() }
+// Enabled reports whether the store accepts per-request writes: it is
+// enabled and its guard has not latched.
+func (s *Store) Enabled() bool { return s.enabled.Load() && !s.life.guarded.Load() }
 
 // Secret returns a copy of the cache-local secret (32 bytes) used to key
 // scope HMACs. It never leaves the database otherwise.
@@ -252,6 +345,8 @@ func (s *Store) Secret() []byte { return append([]byte(nil), s.secret...) }
 // first call's result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		close(s.maintQuit)
+		<-s.maintDone
 		s.mu.Lock()
 		s.closed = true
 		s.mu.Unlock()

@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // wtx is what an operation sees: the writer's connection inside the
@@ -67,6 +69,10 @@ func (s *Store) submit(ctx context.Context, name string, internal bool, apply ap
 	if s.closed {
 		s.mu.RUnlock()
 		return ErrClosed
+	}
+	if !internal && s.life.guarded.Load() {
+		s.mu.RUnlock()
+		return ErrGuarded
 	}
 	if !internal && !s.enabled.Load() {
 		s.mu.RUnlock()
@@ -132,6 +138,7 @@ func (s *Store) runBatch(batch []*request) {
 	if n := int64(len(batch)); n > s.stats.maxSize.Load() {
 		s.stats.maxSize.Store(n)
 	}
+	s.life.lastWrite.Store(time.Now().UnixNano())
 	err := s.applyBatch(context.Background(), batch) // request contexts must not interrupt a shared transaction
 	var be *beginError
 	switch {
@@ -156,6 +163,9 @@ func (s *Store) runBatch(batch []*request) {
 			// An operation that failed alone keeps its own error: it
 			// changed nothing either way.
 		}
+		if len(batch) == 1 {
+			s.retrySafety(batch[0])
+		}
 	}
 	for _, r := range batch {
 		close(r.done)
@@ -170,6 +180,50 @@ func (s *Store) runAlone(r *request) {
 		s.rollback()
 		if r.err == nil {
 			r.err = err
+		}
+		s.retrySafety(r)
+		return
+	}
+	s.committed(one)
+}
+
+// safetyOps are the operations whose failure would leave the cache unable
+// to fence what it does not observe: intents, observations, poison and
+// fencing. On a full disk or an I/O error they get the reserve.
+var safetyOps = map[string]bool{
+	"create_intent": true, "commit_observation": true, "poison_intent": true,
+	"write_markers": true, "expire_intents": true, "advance_generations": true,
+}
+
+// retrySafety handles an operation that failed alone. A capacity failure
+// (full disk, I/O error) stops payload admission; for a safety write it
+// also releases the reserve and retries the operation's transaction once
+// (a local retry: no model request is ever resent). If that fails too,
+// the guard latches and the operation's error says so (it matches
+// ErrGuarded and ErrDisabled, so its request is relayed without the
+// cache).
+func (s *Store) retrySafety(r *request) {
+	if !isCapacityError(r.err) {
+		return
+	}
+	s.life.pressure.Store(true)
+	if !safetyOps[r.name] || r.ctx.Err() != nil {
+		return
+	}
+	freed := s.reserve.release()
+	s.log.Warn("ledger: a safety write failed for lack of room or an I/O error; released the reserve, retrying once",
+		zap.String("op", r.name), zap.Int64("released_bytes", freed), zap.Error(r.err))
+	r.err, r.onCommit = nil, nil
+	s.stats.batches.Add(1)
+	one := []*request{r}
+	if err := s.applyBatch(context.Background(), one); err != nil {
+		s.rollback()
+		if r.err == nil {
+			r.err = err
+		}
+		if isCapacityError(r.err) {
+			s.latchGuard(r.err)
+			r.err = fmt.Errorf("%w: %w", ErrGuarded, r.err)
 		}
 		return
 	}
