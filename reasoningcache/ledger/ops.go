@@ -368,20 +368,28 @@ func (w *wtx) commitObservation(in intentRow, req CommitObservationRequest) (Com
 		WHERE scope_id = ? RETURNING latest_snapshot`, w.nowMs(), in.ScopeID).Scan(&snapshot); err != nil {
 		return res, fmt.Errorf("advance snapshot: %w", err)
 	}
+	anc, err := w.ancestryOf(in)
+	if err != nil {
+		return res, fmt.Errorf("store ancestry: %w", err)
+	}
+	prior, parent := in.PlanJSON, sql.NullInt64{}
+	if anc.linked() {
+		prior, parent = linkedPlan, sql.NullInt64{Int64: anc.parent, Valid: true}
+	}
 	r, err := w.ExecContext(w.ctx, `
 		INSERT INTO observations (scope_id, generation, start_digest, end_digest, envelope_fp, payload_fp,
-			output_hash, prior_plan, plan_count, intent_id, snapshot, replayable, payload_id, created_at, model_snapshot)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			output_hash, prior_plan, plan_count, intent_id, snapshot, replayable, payload_id, created_at, model_snapshot, parent_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		in.ScopeID, in.Generation, in.StartDigest, req.EndDigest, req.EnvelopeFP, req.PayloadFP,
-		req.OutputHash, in.PlanJSON, in.PlanCount, in.ID, snapshot, req.Replayable && payloadID.Valid, payloadID, w.nowMs(),
-		req.ModelSnapshot)
+		req.OutputHash, prior, in.PlanCount, in.ID, snapshot, req.Replayable && payloadID.Valid, payloadID, w.nowMs(),
+		req.ModelSnapshot, parent)
 	if err != nil {
 		return res, fmt.Errorf("store observation: %w", err)
 	}
 	if res.ObservationID, err = r.LastInsertId(); err != nil {
 		return res, err
 	}
-	if err := w.storeAncestry(res.ObservationID, in); err != nil {
+	if err := w.storeAncestry(res.ObservationID, anc); err != nil {
 		return res, err
 	}
 	if in.PlanCount > 0 {

@@ -29,7 +29,10 @@ func (s *Store) Candidates(ctx context.Context, scopeID, endDigest string) ([]Ob
 		return nil, fmt.Errorf("ledger: candidates: %w", err)
 	}
 	defer rows.Close()
-	var out []Observation
+	var (
+		out    []Observation
+		linked []int // indexes of out whose plan is linked
+	)
 	for rows.Next() {
 		var (
 			o          Observation
@@ -46,7 +49,9 @@ func (s *Store) Candidates(ctx context.Context, scopeID, endDigest string) ([]Ob
 		if !plan.Valid {
 			return nil, fmt.Errorf("%w: observation %d has a plan of %d steps, %d bytes", ErrTooLarge, o.ID, count, n)
 		}
-		if o.PriorPlan, err = s.decodePlan(plan.String, count); err != nil {
+		if plan.String == linkedPlan && count > 0 {
+			linked = append(linked, len(out))
+		} else if o.PriorPlan, err = s.decodePlan(plan.String, count); err != nil {
 			return nil, fmt.Errorf("observation %d: %w", o.ID, err)
 		}
 		o.PayloadID = payload.Int64
@@ -55,6 +60,12 @@ func (s *Store) Candidates(ctx context.Context, scopeID, endDigest string) ([]Ob
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("ledger: candidates: %w", err)
+	}
+	rows.Close()
+	for _, i := range linked {
+		if out[i].PriorPlan, err = s.priorPlan(ctx, s.db, out[i].ID); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

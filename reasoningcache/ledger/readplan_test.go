@@ -129,6 +129,7 @@ func TestMigrateFromFormat1(t *testing.T) {
 	step := storeTurn(t, s, sc, 0, dig("s1"), dig("e1"), nil)
 	// Take the database back to format 1, as an older build left it.
 	for _, stmt := range []string{
+		`ALTER TABLE observations DROP COLUMN parent_id`,
 		`DROP INDEX intents_updated`, `DROP TABLE scope_snapshots`,
 		`ALTER TABLE observations DROP COLUMN model_snapshot`,
 		`UPDATE meta SET format_version = 1`, `PRAGMA user_version = 1`,

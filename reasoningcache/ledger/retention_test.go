@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -367,5 +369,59 @@ func TestDependencyRowsLinear(t *testing.T) {
 		turns, obs, deps, float64(deps)/float64(obs), planBytes, float64(planBytes)/float64(obs))
 	if deps != turns-1 {
 		t.Fatalf("%d ancestry rows for %d turns, want %d (one per turn with a parent)", deps, turns, turns-1)
+	}
+	if planBytes > 4*turns {
+		t.Fatalf("prior plans take %d bytes for %d turns: not linked", planBytes, turns)
+	}
+	// The linked plans read back whole: the last turn's is the 199 turns
+	// before it, in order.
+	last := chainEnd(t, s, "conv", turns)
+	cands, err := s.Candidates(context.Background(), testScope(1).ID, last)
+	if err != nil || len(cands) != 1 || len(cands[0].PriorPlan) != turns-1 {
+		t.Fatalf("candidates: %d, %v", len(cands), err)
+	}
+	for i, st := range cands[0].PriorPlan {
+		if st.EndDigest != chainEnd(t, s, "conv", i+1) || st.PayloadID == 0 || st.ObservationID == 0 {
+			t.Fatalf("step %d of the read-back plan: %+v", i, st)
+		}
+	}
+}
+
+// chainEnd is the end digest of turn n (1-based) of chain's conversation.
+func chainEnd(t *testing.T, _ *Store, label string, n int) string {
+	t.Helper()
+	return dig("%s end %d", label, n-1)
+}
+
+// TestLinkedPlanOverFullRow: a linked plan whose chain reaches a row that
+// stores its plan in full (a row written before plans were linked) reads
+// back the full row's plan followed by the linked steps.
+func TestLinkedPlanOverFullRow(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, "", Options{manualMaintenance: true, ReserveBytes: MinReserveBytes})
+	steps := chain(t, s, testScope(1), "mix", 4)
+	full, err := json.Marshal(steps[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.wconn.ExecContext(ctx, `UPDATE observations SET prior_plan = ?, parent_id = NULL WHERE observation_id = ?`,
+		string(full), steps[1].ObservationID); err != nil {
+		t.Fatal(err)
+	}
+	cands, err := s.Candidates(ctx, testScope(1).ID, steps[3].EndDigest)
+	if err != nil || len(cands) != 1 {
+		t.Fatalf("candidates: %v, %v", cands, err)
+	}
+	if !reflect.DeepEqual(cands[0].PriorPlan, steps[:3]) {
+		t.Fatalf("plan %+v, want %+v", cands[0].PriorPlan, steps[:3])
+	}
+	// A broken link (its parent's plan no longer has the count the row
+	// says) fails the read instead of returning a wrong plan.
+	if _, err := s.wconn.ExecContext(ctx, `UPDATE observations SET prior_plan = '[]', plan_count = 0 WHERE observation_id = ?`,
+		steps[1].ObservationID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Candidates(ctx, testScope(1).ID, steps[3].EndDigest); err == nil {
+		t.Fatal("an inconsistent linked plan was read back")
 	}
 }

@@ -128,6 +128,15 @@ var migrations = []migration{
 			`CREATE INDEX intents_updated ON intents (updated_at)`,
 		},
 	},
+	{
+		// A plan that extends its last step's own plan is stored as a
+		// link to that step (see ancestry.go), so that plans and ancestry
+		// rows grow linearly with a conversation.
+		name: "linked prior plans",
+		stmts: []string{
+			`ALTER TABLE observations ADD COLUMN parent_id INTEGER`,
+		},
+	},
 }
 
 // formatVersion is the schema version this build writes.
