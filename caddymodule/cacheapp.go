@@ -31,10 +31,6 @@ var ErrCacheDisabled = errors.New("reasoning cache is disabled")
 // Timings of the store's life cycle; variables so that tests can shorten
 // them.
 var (
-	// checkpointInterval is how often the app checkpoints the WAL in the
-	// background (SQLite's automatic checkpoint is off: it would stall a
-	// request's commit).
-	checkpointInterval = 5 * time.Second
 	// sweepInterval is how often the app expires abandoned generations
 	// (generation_timeout).
 	sweepInterval = 30 * time.Second
@@ -109,6 +105,26 @@ type CacheApp struct {
 	// conflict for exactly the replayed turns. Default: true.
 	ReplayRetry *bool `json:"replay_retry,omitempty"`
 
+	// Retention is how long a cached turn's original output must go
+	// unused before the hourly cleanup may delete it. Every start (and
+	// every detected wall-clock step) also begins a 30-day window during
+	// which nothing is deleted. Default and minimum: 30 days (720h).
+	Retention caddy.Duration `json:"retention,omitempty"`
+
+	// DiskAdmission is the size, in bytes, of the database plus its WAL
+	// above which no new original outputs are stored (turns are still
+	// observed, and earlier turns still replayed). New outputs also stop
+	// while the filesystem has less free space than the reserve. Default:
+	// 1 GiB.
+	DiskAdmission int64 `json:"disk_admission,omitempty"`
+
+	// Reserve is the size, in bytes, of a file physically allocated beside
+	// the database (<database>.reserve). When the disk is full, it is
+	// released so that the write that keeps the cache safe can be retried
+	// once; it is allocated again when space returns. Default: 64 MiB;
+	// minimum 64 KiB.
+	Reserve int64 `json:"reserve,omitempty"`
+
 	ctx    caddy.Context
 	logger *zap.Logger
 	key    string                 // cleaned absolute database path; the pool key
@@ -133,6 +149,9 @@ func (a *CacheApp) Provision(ctx caddy.Context) error {
 	if a.Database == "" {
 		a.Database = DefaultCacheDatabase
 	}
+	if err := a.validateStorage(); err != nil {
+		return err
+	}
 	abs, err := filepath.Abs(a.Database)
 	if err != nil {
 		return fmt.Errorf("database path %q: %w", a.Database, err)
@@ -140,13 +159,18 @@ func (a *CacheApp) Provision(ctx caddy.Context) error {
 	a.key = filepath.Clean(abs)
 
 	cfg := a.engineConfig()
-	enabled := a.Enabled
-	hotCache := reasoningcache.HotCacheBytes(cfg.MemoryBudget)
+	opts := a.ledgerOptions(reasoningcache.HotCacheBytes(cfg.MemoryBudget))
 	val, loaded, err := ledgers.LoadOrNew(a.key, func() (caddy.Destructor, error) {
-		return openHolder(a.key, enabled, hotCache)
+		return openHolder(a.key, opts)
 	})
 	if errors.Is(err, ledger.ErrNoDatabase) {
 		a.logger.Info("reasoning cache disabled; no database", zap.String("database", a.key))
+		return nil
+	}
+	if errors.Is(err, ledger.ErrGuarded) {
+		// A full disk latched the guard in an earlier run: relay without
+		// the cache until an operator deletes the guard file.
+		a.logger.Error("reasoning cache off", zap.Error(err))
 		return nil
 	}
 	if err != nil {
@@ -233,10 +257,8 @@ func (a *CacheApp) checkpointLoop(store *ledger.Store) {
 		}
 	}()
 	if a.engine == nil {
-		store.RunCheckpoints(a.ctx, checkpointInterval)
-		return
+		return // the store checkpoints its WAL itself (ledger maintenance)
 	}
-	go store.RunCheckpoints(a.ctx, checkpointInterval)
 	// generation_timeout housekeeping, off the request path
 	ticker := time.NewTicker(sweepInterval)
 	defer ticker.Stop()
@@ -315,7 +337,7 @@ type storeHolder struct {
 	closeErr error
 }
 
-func openHolder(key string, enabled bool, hotCacheBytes int64) (*storeHolder, error) {
+func openHolder(key string, opts ledger.Options) (*storeHolder, error) {
 	closingMu.Lock()
 	prev := closing[key]
 	closingMu.Unlock()
@@ -327,7 +349,8 @@ func openHolder(key string, enabled bool, hotCacheBytes int64) (*storeHolder, er
 		}
 	}
 	log := caddy.Log().Named("reasoning_cache.ledger")
-	st, err := ledger.Open(key, ledger.Options{Disabled: !enabled, Logger: log, HotCacheBytes: hotCacheBytes})
+	opts.Logger = log
+	st, err := ledger.Open(key, opts)
 	if err != nil {
 		return nil, err
 	}

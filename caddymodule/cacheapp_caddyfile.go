@@ -29,6 +29,9 @@ func init() {
 //			max_plan_records   <n>         # default 256
 //			generation_timeout <duration>  # default 15m of inactivity
 //			replay_retry       <bool>      # default on
+//			retention          <duration>  # idle age before cleanup may delete an output; default and minimum 30d
+//			disk_admission     <size>      # no new outputs stored above this database+WAL size; default 1GiB
+//			reserve            <size>      # allocated file released on a full disk; default 64MiB, minimum 64KiB
 //		}
 //	}
 //
@@ -109,6 +112,18 @@ func parseCacheAppOption(d *caddyfile.Dispenser, existingVal any) (any, error) {
 				return nil, d.Errf("reasoning_cache: replay_retry: %v", err)
 			}
 			app.ReplayRetry = &b
+		case "retention":
+			if err := durationArg(d, &app.Retention); err != nil {
+				return nil, err
+			}
+		case "disk_admission":
+			if err := sizeArg(d, &app.DiskAdmission); err != nil {
+				return nil, err
+			}
+		case "reserve":
+			if err := sizeArg(d, &app.Reserve); err != nil {
+				return nil, err
+			}
 		default:
 			return nil, d.Errf("reasoning_cache: unrecognized option %q", d.Val())
 		}

@@ -269,7 +269,10 @@ func TestParseCacheAppOption(t *testing.T) {
 		{"reasoning_cache {\n enabled true false\n}", "error: wrong argument count"},
 		{"reasoning_cache {\n database\n}", "error: wrong argument count"},
 		{"reasoning_cache {\n database a b\n}", "error: wrong argument count"},
-		{"reasoning_cache {\n retention 1h\n}", `error: unrecognized option "retention"`},
+		{"reasoning_cache {\n retention 45d\n disk_admission 2GiB\n reserve 1MiB\n}", `{"retention":3888000000000000,"disk_admission":2147483648,"reserve":1048576}`},
+		{"reasoning_cache {\n reserve\n}", "error: wrong argument count"},
+		{"reasoning_cache {\n retention soon\n}", "error: bad duration"},
+		{"reasoning_cache {\n compaction 1h\n}", `error: unrecognized option "compaction"`},
 		{"reasoning_cache extra", "error: wrong argument count"},
 	}
 	for _, tc := range cases {
@@ -337,5 +340,23 @@ func TestCacheAppAutoInstantiatedIsDisabled(t *testing.T) {
 	}
 	if _, err := os.Stat(app.DatabasePath()); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("default app created %s", app.DatabasePath())
+	}
+}
+
+// TestCacheAppStorageMinimums: retention and reserve below their minimums
+// fail provisioning, before any database is opened.
+func TestCacheAppStorageMinimums(t *testing.T) {
+	for _, app := range []*CacheApp{
+		{Retention: caddy.Duration(29 * 24 * time.Hour)},
+		{Reserve: 1024},
+		{DiskAdmission: -1},
+	} {
+		if err := app.validateStorage(); err == nil {
+			t.Errorf("%+v accepted", app)
+		}
+	}
+	ok := &CacheApp{Retention: caddy.Duration(30 * 24 * time.Hour), Reserve: 64 << 10, DiskAdmission: 1 << 20}
+	if err := ok.validateStorage(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -19,6 +19,8 @@ type lifecycle struct {
 	lastWrite   atomic.Int64
 	walTruncs   atomic.Int64
 	walMax      atomic.Int64
+	walStallMax atomic.Int64 // longest writer-side checkpoint, ns
+	walRetryAt  atomic.Int64 // no writer-side truncation before this, Unix ns
 	guarded     atomic.Bool
 	gapRecorded atomic.Bool
 
@@ -72,8 +74,11 @@ type Lifecycle struct {
 	// WALMaxBytes the largest WAL seen; FreeBytes the free space of the
 	// filesystem (-1: unknown).
 	DatabaseBytes, WALBytes, WALMaxBytes, FreeBytes int64
-	// WALTruncations counts the WAL truncations of maintenance.
+	// WALTruncations counts the WAL truncations of maintenance;
+	// WALStallMax is the longest the writer spent truncating between two
+	// batches.
 	WALTruncations int64
+	WALStallMax    time.Duration
 	// Retention is the idle age after which payloads may be deleted.
 	Retention time.Duration
 	// Barrier is the restart barrier as of its last sample.
@@ -113,6 +118,7 @@ func (s *Store) Lifecycle(ctx context.Context) (Lifecycle, error) {
 		WALMaxBytes:    l.walMax.Load(),
 		FreeBytes:      l.freeBytes.Load(),
 		WALTruncations: l.walTruncs.Load(),
+		WALStallMax:    time.Duration(l.walStallMax.Load()),
 		Retention:      s.opts.Retention,
 		Barrier:        s.barrier.state(),
 	}

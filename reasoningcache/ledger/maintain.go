@@ -15,7 +15,7 @@ var (
 	// maintainInterval is the period of the maintenance loop: disk
 	// samples, WAL checkpoints, batched touches, the reserve and the
 	// guard's coverage gap.
-	maintainInterval = time.Second
+	maintainInterval = 250 * time.Millisecond
 	// cleanupInterval is how often (on the store's monotonic clock)
 	// maintenance runs retention cleanup.
 	cleanupInterval = time.Hour

@@ -88,15 +88,17 @@ func TestSoakWAL(t *testing.T) {
 		}
 		tk.Stop()
 		wg.Wait()
+		lc, _ := s.Lifecycle(context.Background())
 		slices.Sort(samples)
 		mib := func(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
-		fmt.Printf("soak %-28s %6d turns in %ds (%4.0f/s): WAL p50 %s, p99 %s, max %s; database %s\n",
+		fmt.Printf("soak %-28s %6d turns in %ds (%4.0f/s): WAL p50 %s, p99 %s, max %s; database %s; %d truncations, longest writer pause %s\n",
 			name, turns.Load(), secs, float64(turns.Load())/float64(secs),
-			mib(samples[len(samples)/2]), mib(samples[len(samples)*99/100]), mib(samples[len(samples)-1]), mib(fileSize(s.path)))
+			mib(samples[len(samples)/2]), mib(samples[len(samples)*99/100]), mib(samples[len(samples)-1]), mib(fileSize(s.path)),
+			lc.WALTruncations, lc.WALStallMax.Round(time.Millisecond))
 	}
 	run("maintenance (64 MiB limit)", Options{}, 0)
 	run("maintenance (16 MiB limit)", Options{WALLimit: 16 << 20}, 0)
-	run("PASSIVE every 5 s (before)", Options{manualMaintenance: true}, 5*time.Second)
+	run("PASSIVE every 5 s (before)", Options{manualMaintenance: true, walUnbounded: true}, 5*time.Second)
 }
 
 // TestSoakRetention drives N turns through a store whose clock advances

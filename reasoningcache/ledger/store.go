@@ -86,6 +86,9 @@ type Options struct {
 	// manualMaintenance (tests only) starts no maintenance loop: the
 	// test calls maintain itself.
 	manualMaintenance bool
+	// walUnbounded (soak comparison only) turns off the writer's WAL
+	// bound, as before the WAL was bounded.
+	walUnbounded bool
 }
 
 func (o *Options) setDefaults() {
@@ -183,6 +186,7 @@ type Store struct {
 	lastCleanup time.Duration // monotonic; maintenance goroutine only
 	maintQuit   chan struct{}
 	maintDone   chan struct{}
+	walWanted   atomic.Bool // maintenance asks the writer to truncate the WAL
 }
 
 // dsn returns the connection string: every pooled connection gets WAL,

@@ -97,6 +97,7 @@ func (s *Store) writer() {
 	defer close(s.done)
 	batch := make([]*request, 0, s.opts.MaxBatch)
 	for {
+		s.writerCheckpoint()
 		batch = batch[:0]
 		select {
 		case r := <-s.reqs:
@@ -213,6 +214,9 @@ func (s *Store) retrySafety(r *request) {
 	freed := s.reserve.release()
 	s.log.Warn("ledger: a safety write failed for lack of room or an I/O error; released the reserve, retrying once",
 		zap.String("op", r.name), zap.Int64("released_bytes", freed), zap.Error(r.err))
+	if h := testHookReserveReleased; h != nil {
+		h(s)
+	}
 	r.err, r.onCommit = nil, nil
 	s.stats.batches.Add(1)
 	one := []*request{r}
