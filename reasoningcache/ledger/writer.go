@@ -275,6 +275,10 @@ func (s *Store) applyBatch(ctx context.Context, batch []*request) error {
 			r.err = err
 			continue
 		}
+		if !r.internal && s.life.guarded.Load() {
+			r.err = ErrGuarded
+			continue
+		}
 		if !r.internal && !s.enabled.Load() {
 			r.err = ErrDisabled
 			continue
