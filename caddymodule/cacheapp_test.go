@@ -360,3 +360,36 @@ func TestCacheAppStorageMinimums(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCacheAppGuardedStartRelaysUncached: with a guard file beside the
+// database (a full disk latched it in an earlier run), Caddy starts, the
+// cache is off and requests are relayed without it, until the guard is
+// deleted.
+func TestCacheAppGuardedStartRelaysUncached(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "data", "c.sqlite")
+	st, err := ledger.Open(db, ledger.Options{ReserveBytes: ledger.MinReserveBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(db+".guard", []byte("latched"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	app := loadConfig(t, cacheConfig(t, db, true, "ERROR"))
+	if _, _, err := app.AcquireEngine(); !errors.Is(err, ErrCacheDisabled) {
+		t.Fatalf("AcquireEngine with a guard file: %v, want ErrCacheDisabled", err)
+	}
+	stopCaddy(t)
+	if err := os.Remove(db + ".guard"); err != nil {
+		t.Fatal(err)
+	}
+	app = loadConfig(t, cacheConfig(t, db, true, "ERROR"))
+	defer stopCaddy(t)
+	_, release, err := app.AcquireEngine()
+	if err != nil {
+		t.Fatalf("AcquireEngine after the guard was deleted: %v", err)
+	}
+	release()
+}

@@ -9,8 +9,17 @@
 //     second process fails fast with [ErrInUse].
 //   - Every connection runs with WAL, foreign keys and synchronous=FULL, set
 //     in the DSN so that the whole connection pool has them. SQLite's
-//     automatic WAL checkpoint is disabled; [Store.Checkpoint] runs from a
-//     background loop, off the request path.
+//     automatic WAL checkpoint is disabled: the store's own maintenance
+//     loop checkpoints in the background and keeps the WAL under
+//     [Options.WALLimit], off the request path.
+//   - The same loop runs retention: payloads untouched for
+//     [Options.Retention] are deleted by an hourly [Store.Cleanup], never
+//     within [BarrierWindow] of a start or of a detected clock step.
+//   - Disk pressure stops payload admission ([Options.DiskAdmission]); a
+//     safety write that fails for lack of room gets the reserve file and
+//     one retry, and if that fails the store latches a guard file and
+//     refuses per-request work ([ErrGuarded]) until an operator deletes it.
+//     [Store.Lifecycle] reports all of this.
 //   - The schema is versioned and migrated in one transaction per step.
 //   - At startup every intent left unresolved by an earlier process becomes a
 //     start-poison marker for its positions and is removed, in one

@@ -11,5 +11,5 @@ func freeSpace(dir string) int64 {
 	if err := syscall.Statfs(dir, &st); err != nil {
 		return -1
 	}
-	return int64(st.Bavail) * int64(st.Bsize) //nolint:unconvert // field types differ between platforms
+	return int64(st.Bavail) * int64(st.Bsize)
 }

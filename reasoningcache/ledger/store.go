@@ -379,10 +379,10 @@ func (s *Store) Close() error {
 }
 
 // Checkpoint copies committed WAL frames into the database file without
-// blocking writers (PASSIVE), so that the WAL does not grow without bound.
-// Call it from a background loop, never on a request path: SQLite's
-// automatic checkpoint is disabled because it stalls the committing
-// request. It returns the WAL size and the number of frames checkpointed.
+// blocking writers (PASSIVE). Call it from a background loop, never on a
+// request path: SQLite's automatic checkpoint is disabled because it
+// stalls the committing request. The store's maintenance calls it every
+// tick. It returns the WAL size and the number of frames checkpointed.
 func (s *Store) Checkpoint(ctx context.Context) (walFrames, checkpointed int, err error) {
 	if s.isClosed() {
 		return 0, 0, ErrClosed
@@ -395,8 +395,9 @@ func (s *Store) Checkpoint(ctx context.Context) (walFrames, checkpointed int, er
 	return walFrames, checkpointed, nil
 }
 
-// RunCheckpoints checkpoints every interval until ctx is done or the
-// store is closed. It is the background loop the Caddy app runs.
+// RunCheckpoints runs PASSIVE checkpoints every interval until ctx is done
+// or the store is closed. The store's own maintenance already keeps the
+// WAL bounded; this is for callers that want more frequent checkpoints.
 func (s *Store) RunCheckpoints(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
