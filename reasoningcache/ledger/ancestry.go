@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 )
 
@@ -44,11 +43,11 @@ func (w *wtx) ancestryOf(in intentRow) (ancestry, error) {
 	}
 	last := a.plan[len(a.plan)-1].ObservationID
 	prior, err := w.s.priorPlan(w.ctx, w, last)
-	if errors.Is(err, ErrNotFound) {
-		return a, nil
-	}
 	if err != nil {
-		return a, err
+		// An unreadable parent plan (missing, over the limits,
+		// inconsistent) is no reason to lose the observation: the plan
+		// is stored in full, which is always correct.
+		return a, nil
 	}
 	if len(prior) != len(a.plan)-1 {
 		return a, nil

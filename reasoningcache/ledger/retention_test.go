@@ -424,4 +424,13 @@ func TestLinkedPlanOverFullRow(t *testing.T) {
 	if _, err := s.Candidates(ctx, testScope(1).ID, steps[3].EndDigest); err == nil {
 		t.Fatal("an inconsistent linked plan was read back")
 	}
+	// A turn built on that chain is still recorded, with its plan in full.
+	next := storeTurn(t, s, testScope(1), 1, dig("mix after"), dig("mix end after"), steps)
+	var prior string
+	if err := s.db.QueryRow(`SELECT prior_plan FROM observations WHERE observation_id = ?`, next.ObservationID).Scan(&prior); err != nil {
+		t.Fatal(err)
+	}
+	if prior == linkedPlan {
+		t.Fatal("a plan over a broken chain was stored as a link")
+	}
 }
