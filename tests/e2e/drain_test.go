@@ -203,4 +203,3 @@ func countOf(xs []int, x int) (n int) {
 	}
 	return n
 }
-
