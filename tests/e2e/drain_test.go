@@ -198,3 +198,67 @@ func waitUpstream(t *testing.T, fake *fakeupstream.Server, marker string) {
 	}
 	t.Fatalf("the upstream never received %q", marker)
 }
+
+// TestDrainOnSiteRemoval: a `caddy reload` to a configuration without the
+// relay's site and cache while a stream is in flight. The site stops
+// answering health with 200 at once, the stream completes, the ledger
+// closes once it has ended, and the turn was recorded: a reload back
+// replays it.
+func TestDrainOnSiteRemoval(t *testing.T) {
+	fake := fakeupstream.New(fakeupstream.Options{APIKey: upstreamKey})
+	up := httptest.NewServer(fake)
+	defer up.Close()
+	opts := relaytest.Options{
+		Global:      cacheGlobal,
+		Site:        strings.ReplaceAll(fmt.Sprintf(siteConfig, ""), "{UPSTREAM}", up.URL),
+		Env:         []string{"RT_UPSTREAM_KEY=" + upstreamKey, "RT_TOKEN=" + relayToken},
+		GracePeriod: "30s",
+	}
+	c := relaytest.Start(t, opts)
+	r := &relay{caddy: c, fake: fake}
+
+	first := userMsg("removal-turn1 [[slow:200ms]]")
+	type result struct {
+		msg openai.ChatCompletionMessage
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		msg, err := stream(ctx(t), r.client(relayToken), openai.ChatCompletionNewParams{
+			Model: "cursor-fast", Messages: []openai.ChatCompletionMessageParamUnion{first},
+		})
+		done <- result{msg, err}
+	}()
+	waitUpstream(t, fake, "removal-turn1")
+	if err := c.Reload(relaytest.Options{Site: `respond "gone" 404`, Env: opts.Env, GracePeriod: opts.GracePeriod}); err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := health(c.BaseURL); status != http.StatusNotFound {
+		t.Fatalf("health after the site was removed: %d, want the new configuration's 404", status)
+	}
+	if len(done) == 0 && strings.Contains(c.Logs(), `"msg":"ledger closed"`) {
+		t.Fatal("the ledger closed under a stream still running")
+	}
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("the stream in flight during the reload failed: %v", res.err)
+	}
+	if !c.WaitLog(`"msg":"ledger closed"`, 10*time.Second) {
+		t.Fatal("the ledger did not close after the last stream on it ended")
+	}
+
+	if err := c.Reload(opts); err != nil {
+		t.Fatal(err)
+	}
+	turn1 := r.upstreamRequest(t, "removal-turn1").ResponseID
+	if _, err := run(t, r.client(relayToken), openai.ChatCompletionNewParams{
+		Model:    "cursor-fast",
+		Messages: []openai.ChatCompletionMessageParamUnion{first, res.msg.ToParam(), userMsg("removal-turn2")},
+	}, false); err != nil {
+		t.Fatal(err)
+	}
+	replayed := r.upstreamRequest(t, "removal-turn2").Replayed
+	if len(replayed) == 0 || replayed[0].ResponseID != turn1 {
+		t.Fatalf("the turn streamed across the site's removal was not replayed: %+v", replayed)
+	}
+}
