@@ -30,6 +30,19 @@ const fleetSite = `reasoning_relay {
 	sse_keepalive 100ms
 }`
 
+// fleetCache is every relay's reasoning_cache: room for all the test's
+// conversations at once on one relay (up to 18 when the restarted relay
+// takes its old and new ones back), each possibly still holding its
+// previous request's session for a moment, so that no turn is relayed
+// without the cache for capacity.
+const fleetCache = `	reasoning_cache {
+		database {DIR}/data/ledger.sqlite
+		enabled true
+		max_concurrent 48
+		memory_budget 256MiB
+		entry_allowance 1MiB
+	}`
+
 // fleetFront is the front Caddy, as in the README's fleet example, with
 // shorter intervals for the test and a header that tells the test which
 // relay answered.
@@ -62,7 +75,7 @@ func startFleet(t *testing.T, tokens []string) *fleet {
 	site := strings.ReplaceAll(fmt.Sprintf(fleetSite, strings.Join(tokens, " ")), "{UPSTREAM}", up.URL)
 	var addrs []string
 	for i := range f.relays {
-		f.opts[i] = relaytest.Options{Global: cacheGlobal, Site: site, Env: []string{"RT_UPSTREAM_KEY=" + upstreamKey}}
+		f.opts[i] = relaytest.Options{Global: fleetCache, Site: site, Env: []string{"RT_UPSTREAM_KEY=" + upstreamKey}}
 		f.relays[i] = relaytest.Start(t, f.opts[i])
 		f.opts[i].Dir, f.opts[i].Port = f.relays[i].Dir, f.relays[i].Port
 		f.index[strconv.Itoa(f.relays[i].Port)] = i
@@ -93,10 +106,11 @@ type fleetConvo struct {
 
 // turnResult is what one request of a conversation showed.
 type turnResult struct {
-	relay    int // relay that answered; -1 when the request failed
-	eligible int // earlier assistant turns
-	replayed int // of those, replayed with the conversation's own reasoning
-	wrong    int // replayed reasoning from outside the conversation's branch
+	relay    int    // relay that answered; -1 when the request failed
+	eligible int    // earlier assistant turns
+	replayed int    // of those, replayed with the conversation's own reasoning
+	wrong    int    // replayed reasoning from outside the conversation's branch
+	id       string // the relay's request id
 	err      error
 }
 
@@ -138,7 +152,7 @@ func (f *fleet) turn(ctx context.Context, cv *fleetConvo, extra string, streamin
 	if err != nil {
 		return turnResult{relay: -1, err: err}
 	}
-	res := turnResult{relay: -1, eligible: len(cv.turns)}
+	res := turnResult{relay: -1, eligible: len(cv.turns), id: resp.Header.Get("X-Relay-Request-Id")}
 	if i, ok := f.index[resp.Header.Get("X-Fleet-Relay")]; ok {
 		res.relay = i
 	}
@@ -177,11 +191,15 @@ type fleetStats struct {
 	mu                        sync.Mutex
 	requests, failed          int
 	eligible, replayed, wrong int
+	misses                    []string // requests that did not replay every earlier turn
 }
 
 func (s *fleetStats) add(r turnResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if r.err == nil && r.replayed < r.eligible {
+		s.misses = append(s.misses, fmt.Sprintf("%s on relay %d: %d of %d", r.id, r.relay, r.replayed, r.eligible))
+	}
 	s.requests++
 	if r.err != nil {
 		s.failed++
@@ -344,7 +362,7 @@ func TestFleet(t *testing.T) {
 	t.Logf("figures: surviving relays' conversations after the kill: %v", &surviving)
 	t.Logf("figures: killed relay's conversations on the other relays: %v", &moved)
 	if rate := surviving.rate(); rate < 0.99 {
-		t.Errorf("surviving relays replayed %.3f of earlier turns, want >= 0.99", rate)
+		t.Errorf("surviving relays replayed %.3f of earlier turns, want >= 0.99; misses: %v", rate, surviving.misses)
 	}
 	if t.Failed() {
 		t.FailNow()
