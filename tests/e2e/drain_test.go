@@ -25,9 +25,9 @@ var healthClient = &http.Client{
 	Timeout:   5 * time.Second,
 }
 
-// health asks base/v1/health; status 0 means the relay did not answer
+// relayHealth asks base/v1/health; status 0 means the relay did not answer
 // (connection refused or reset).
-func health(base string) (status int, body string) {
+func relayHealth(base string) (status int, body string) {
 	resp, err := healthClient.Get(base + "/v1/health")
 	if err != nil {
 		return 0, ""
@@ -42,7 +42,7 @@ func health(base string) (status int, body string) {
 // are refused.
 func TestHealthRoute(t *testing.T) {
 	r := sharedRelayFor(t)
-	status, body := health(r.caddy.BaseURL)
+	status, body := relayHealth(r.caddy.BaseURL)
 	if status != http.StatusOK || body != `{"status":"ok"}` {
 		t.Fatalf("health: %d %q, want 200 {\"status\":\"ok\"}", status, body)
 	}
@@ -81,7 +81,7 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	}
 	c := relaytest.Start(t, opts)
 	r := &relay{caddy: c, fake: fake}
-	if status, _ := health(c.BaseURL); status != http.StatusOK {
+	if status, _ := relayHealth(c.BaseURL); status != http.StatusOK {
 		t.Fatalf("health before the drain: %d", status)
 	}
 
@@ -93,7 +93,7 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		msg, err := stream(ctx(t), r.client(relayToken), openai.ChatCompletionNewParams{
+		msg, err := streamMessage(ctx(t), r.client(relayToken), openai.ChatCompletionNewParams{
 			Model: "cursor-fast", Messages: []openai.ChatCompletionMessageParamUnion{first},
 		})
 		done <- result{msg, err}
@@ -116,7 +116,7 @@ poll:
 			break poll
 		default:
 		}
-		status, body := health(c.BaseURL)
+		status, body := relayHealth(c.BaseURL)
 		if status == http.StatusServiceUnavailable && unhealthyBody == "" {
 			unhealthyBody = body
 		}
@@ -166,9 +166,9 @@ poll:
 	}
 }
 
-// stream runs one streaming chat completion and returns the accumulated
+// streamMessage runs one streaming chat completion and returns the accumulated
 // message.
-func stream(ctx context.Context, c openai.Client, params openai.ChatCompletionNewParams) (openai.ChatCompletionMessage, error) {
+func streamMessage(ctx context.Context, c openai.Client, params openai.ChatCompletionNewParams) (openai.ChatCompletionMessage, error) {
 	s := c.Chat.Completions.NewStreaming(ctx, params)
 	var acc openai.ChatCompletionAccumulator
 	for s.Next() {
@@ -224,7 +224,7 @@ func TestDrainOnSiteRemoval(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		msg, err := stream(ctx(t), r.client(relayToken), openai.ChatCompletionNewParams{
+		msg, err := streamMessage(ctx(t), r.client(relayToken), openai.ChatCompletionNewParams{
 			Model: "cursor-fast", Messages: []openai.ChatCompletionMessageParamUnion{first},
 		})
 		done <- result{msg, err}
@@ -233,7 +233,7 @@ func TestDrainOnSiteRemoval(t *testing.T) {
 	if err := c.Reload(relaytest.Options{Site: `respond "gone" 404`, Env: opts.Env, GracePeriod: opts.GracePeriod}); err != nil {
 		t.Fatal(err)
 	}
-	if status, _ := health(c.BaseURL); status != http.StatusNotFound {
+	if status, _ := relayHealth(c.BaseURL); status != http.StatusNotFound {
 		t.Fatalf("health after the site was removed: %d, want the new configuration's 404", status)
 	}
 	if len(done) == 0 && strings.Contains(c.Logs(), `"msg":"ledger closed"`) {

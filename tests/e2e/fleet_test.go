@@ -229,8 +229,8 @@ func (s *fleetStats) String() string {
 		s.requests, s.failed, rate, s.replayed, s.eligible, s.wrong)
 }
 
-// each runs fn for every conversation at once and waits for all.
-func each(convos []*fleetConvo, fn func(cv *fleetConvo)) {
+// eachConvo runs fn for every conversation at once and waits for all.
+func eachConvo(convos []*fleetConvo, fn func(cv *fleetConvo)) {
 	var wg sync.WaitGroup
 	for _, cv := range convos {
 		wg.Go(func() { fn(cv) })
@@ -267,7 +267,7 @@ func TestFleet(t *testing.T) {
 	// Phase 1: two turns per conversation; the first tells where the
 	// conversation lives.
 	var before fleetStats
-	each(convos, func(cv *fleetConvo) {
+	eachConvo(convos, func(cv *fleetConvo) {
 		for i := range 2 {
 			r := f.turn(c, cv, "", i == 1)
 			before.add(r)
@@ -317,7 +317,7 @@ func TestFleet(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		each(survivors, func(cv *fleetConvo) {
+		eachConvo(survivors, func(cv *fleetConvo) {
 			r := f.turn(c, cv, "", true)
 			surviving.add(r)
 			if r.err != nil || r.relay != cv.home {
@@ -326,7 +326,7 @@ func TestFleet(t *testing.T) {
 		})
 	})
 	wg.Go(func() {
-		each(onKilled, func(cv *fleetConvo) { inFlight.add(f.turn(c, cv, "[[slow:200ms]]", true)) })
+		eachConvo(onKilled, func(cv *fleetConvo) { inFlight.add(f.turn(c, cv, "[[slow:200ms]]", true)) })
 	})
 	for _, m := range markers {
 		waitUpstream(t, f.fake, m)
@@ -338,7 +338,7 @@ func TestFleet(t *testing.T) {
 	// Phase 3: three more turns each. Nothing fails; the killed relay's
 	// conversations start over as misses on the other relays.
 	var moved fleetStats
-	each(convos, func(cv *fleetConvo) {
+	eachConvo(convos, func(cv *fleetConvo) {
 		for i := range 3 {
 			r := f.turn(c, cv, "", i%2 == 0)
 			if r.err != nil {
@@ -373,7 +373,7 @@ func TestFleet(t *testing.T) {
 	// Phase 4: restart the killed relay on its ledger; once its health is
 	// green the front routes its tokens back to it.
 	f.relays[killed] = relaytest.Start(t, f.opts[killed])
-	if status, _ := health(f.relays[killed].BaseURL); status != http.StatusOK {
+	if status, _ := relayHealth(f.relays[killed].BaseURL); status != http.StatusOK {
 		t.Fatalf("health of the restarted relay: %d", status)
 	}
 	back := time.Now()
@@ -397,7 +397,7 @@ func TestFleet(t *testing.T) {
 	for i, cv := range onKilled {
 		fresh[i] = &fleetConvo{token: cv.token, tag: fmt.Sprintf("fleet-new%d", i)}
 	}
-	each(append(fresh, onKilled...), func(cv *fleetConvo) {
+	eachConvo(append(fresh, onKilled...), func(cv *fleetConvo) {
 		old := !strings.HasPrefix(cv.tag, "fleet-new")
 		for i := range 3 {
 			if old && i == 2 {
