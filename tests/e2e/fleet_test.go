@@ -60,7 +60,6 @@ const fleetFront = `reverse_proxy %s {
 // fleet is a front Caddy load balancing over relays that each own a
 // ledger, all in front of one fake upstream.
 type fleet struct {
-	t      *testing.T
 	fake   *fakeupstream.Server
 	relays [fleetRelays]*relaytest.Caddy
 	opts   [fleetRelays]relaytest.Options
@@ -69,7 +68,7 @@ type fleet struct {
 }
 
 func startFleet(t *testing.T, tokens []string) *fleet {
-	f := &fleet{t: t, fake: fakeupstream.New(fakeupstream.Options{APIKey: upstreamKey}), index: map[string]int{}}
+	f := &fleet{fake: fakeupstream.New(fakeupstream.Options{APIKey: upstreamKey}), index: map[string]int{}}
 	up := httptest.NewServer(f.fake)
 	t.Cleanup(up.Close)
 	site := strings.ReplaceAll(fmt.Sprintf(fleetSite, strings.Join(tokens, " ")), "{UPSTREAM}", up.URL)
