@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -131,6 +132,8 @@ type CacheApp struct {
 	holder *storeHolder           // nil when disabled without a database; set only in Provision
 	engine *reasoningcache.Engine // nil unless enabled
 	unref  *sync.Once             // drops this configuration's pool reference once
+	// stopping is set by Stop: the configuration is draining (Healthy).
+	stopping *atomic.Bool
 }
 
 // CaddyModule returns the Caddy module information.
@@ -146,6 +149,7 @@ func (CacheApp) CaddyModule() caddy.ModuleInfo {
 func (a *CacheApp) Provision(ctx caddy.Context) error {
 	a.ctx = ctx
 	a.logger = ctx.Logger()
+	a.stopping = new(atomic.Bool)
 	if a.Database == "" {
 		a.Database = DefaultCacheDatabase
 	}
@@ -208,9 +212,13 @@ func (a *CacheApp) Start() error {
 	return nil
 }
 
-// Stop does nothing: the ledger must outlive this configuration while its
-// requests finish. Cleanup releases it.
-func (a *CacheApp) Stop() error { return nil }
+// Stop marks this configuration as draining, so that its health route
+// answers 503, and closes nothing: the ledger must outlive this
+// configuration while its requests finish. Cleanup releases it.
+func (a *CacheApp) Stop() error {
+	a.stopping.Store(true)
+	return nil
+}
 
 // Cleanup releases this configuration's reference to the ledger. The
 // ledger closes once no configuration and no request uses it.

@@ -41,8 +41,9 @@ const (
 // Routes, relative to whatever path the site sends to the handler:
 // `POST …/chat/completions` (classic Chat bodies and Responses-shaped
 // bodies, always answered in Chat format), `GET …/models` (the configured
-// aliases and models in OpenAI's list shape) and `POST …/responses`
-// (forwarded as is, under the same guards). Anything else is a 404 in
+// aliases and models in OpenAI's list shape), `POST …/responses`
+// (forwarded as is, under the same guards) and `GET …/health`
+// (unauthenticated, for load balancers). Anything else is a 404 in
 // OpenAI's error shape. Every response carries `X-Relay-Request-Id`.
 //
 // The handler sets this placeholder:
@@ -324,19 +325,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		route = "responses"
 	case strings.HasSuffix(path, "/models"):
 		route = "models"
+	case strings.HasSuffix(path, "/health"):
+		route = "health"
 	default:
 		rq.fail(apierr.New(http.StatusNotFound, apierr.TypeInvalidRequest, "unknown_url",
-			fmt.Sprintf("Invalid URL (%s %s): the relay serves POST /chat/completions, GET /models and POST /responses.", r.Method, r.URL.Path)), "unknown_route")
+			fmt.Sprintf("Invalid URL (%s %s): the relay serves POST /chat/completions, GET /models, POST /responses and GET /health.", r.Method, r.URL.Path)), "unknown_route")
 		return nil
 	}
 	want := http.MethodPost
-	if route == "models" {
+	if route == "models" || route == "health" {
 		want = http.MethodGet
 	}
-	if r.Method != want && !(route == "models" && r.Method == http.MethodHead) {
+	if r.Method != want && !(want == http.MethodGet && r.Method == http.MethodHead) {
 		w.Header().Set("Allow", want)
 		rq.fail(apierr.New(http.StatusMethodNotAllowed, apierr.TypeInvalidRequest, "method_not_allowed",
 			fmt.Sprintf("Method %s is not allowed on %s; use %s.", r.Method, r.URL.Path, want)), "method_not_allowed")
+		return nil
+	}
+	if route == "health" { // unauthenticated, for load balancers
+		rq.serveHealth()
 		return nil
 	}
 	token, ok := h.authenticate(r)

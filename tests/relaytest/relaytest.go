@@ -52,6 +52,8 @@ type Options struct {
 	Dir string
 	// Port is the HTTP port to use (default: a free one).
 	Port int
+	// GracePeriod is Caddy's grace_period; default 2s.
+	GracePeriod string
 }
 
 // Caddy is a running Caddy process.
@@ -234,12 +236,16 @@ func (c *Caddy) caddyfile(opts Options) string {
 	site := strings.ReplaceAll(opts.Site, "{DIR}", opts.Dir)
 	global := strings.ReplaceAll(opts.Global, "{DIR}", opts.Dir)
 	extra := strings.ReplaceAll(opts.ExtraSites, "{DIR}", opts.Dir)
+	grace := opts.GracePeriod
+	if grace == "" {
+		grace = "2s"
+	}
 	return fmt.Sprintf(`{
 	admin %s
 	persist_config off
 	storage file_system %s
 	auto_https off
-	grace_period 2s
+	grace_period %s
 	log {
 		output stderr
 		level %s
@@ -253,7 +259,7 @@ http://127.0.0.1:%d {
 }
 
 %s
-`, c.Admin, filepath.Join(opts.Dir, "storage"), level, global, opts.Port, site, extra)
+`, c.Admin, filepath.Join(opts.Dir, "storage"), grace, level, global, opts.Port, site, extra)
 }
 
 func (c *Caddy) waitReady() {
@@ -333,6 +339,27 @@ func (c *Caddy) Stop() {
 	case <-time.After(15 * time.Second):
 		_ = c.cmd.Process.Kill()
 		<-c.exited
+	}
+}
+
+// Terminate sends Caddy SIGTERM, as a service manager stopping it would,
+// and returns at once: Caddy drains while the test goes on. Use Wait to
+// wait for the exit.
+func (c *Caddy) Terminate() {
+	if c.cmd == nil || c.cmd.Process == nil || c.Exited() {
+		return
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+}
+
+// Wait waits up to limit for the process to end and reports whether it
+// did; err is how it ended (nil for exit status 0).
+func (c *Caddy) Wait(limit time.Duration) (exited bool, err error) {
+	select {
+	case <-c.exited:
+		return true, c.waitErr
+	case <-time.After(limit):
+		return false, nil
 	}
 }
 
