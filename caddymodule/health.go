@@ -16,6 +16,7 @@ var (
 	errDraining      = errors.New("reasoning cache: draining: Caddy is stopping or unloading this configuration")
 	errLedgerNotOpen = errors.New("reasoning cache: enabled but its ledger is not open")
 	errLedgerClosed  = errors.New("reasoning cache: ledger is closed")
+	errGuardLatched  = errors.New("reasoning cache: the disk guard is latched; requests are relayed without the cache")
 )
 
 // healthBody is the whole answer of a healthy relay.
@@ -25,8 +26,8 @@ var healthBody = []byte(`{"status":"ok"}`)
 // reasoning cache as configured. It returns an error while Caddy is
 // exiting or this configuration is being stopped (draining), when the
 // cache is enabled but its ledger is not open, and when the ledger has
-// closed. A cache disabled by configuration is healthy: the relay serves
-// as configured.
+// closed or latched its disk guard (a full disk). A cache disabled by
+// configuration is healthy: the relay serves as configured.
 func (a *CacheApp) Healthy() error {
 	if caddy.Exiting() || a.stopping == nil || a.stopping.Load() {
 		return errDraining
@@ -41,12 +42,16 @@ func (a *CacheApp) Healthy() error {
 	return h.healthy()
 }
 
-// healthy reports whether the store is still open for requests.
+// healthy reports whether the store is still open for requests and has
+// not latched its disk guard.
 func (h *storeHolder) healthy() error {
 	select {
 	case <-h.closed:
 		return errLedgerClosed
 	default:
+	}
+	if h.store.Guarded() {
+		return errGuardLatched
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -96,6 +96,9 @@ func TestDiskFullKeepsAnswering(t *testing.T) {
 	if before["200"] != 12 || replayedBefore == 0 {
 		t.Fatalf("before the disk filled: %v, %d replayed", before, replayedBefore)
 	}
+	if status, _ := relayHealth(r.caddy.BaseURL); status != 200 {
+		t.Fatalf("health before the disk filled: %d, want 200", status)
+	}
 	fill()
 	full, _ := phase("full", 6, true)
 	if failed := 24 - full["200"]; failed > 1 {
@@ -112,6 +115,11 @@ func TestDiskFullKeepsAnswering(t *testing.T) {
 	latched := strings.Contains(logs, "reasoning cache disabled: a safety write failed")
 	if latched && strings.Count(logs, `"level":"error"`) != 1 {
 		t.Errorf("%d error lines, want the guard's one", strings.Count(logs, `"level":"error"`))
+	}
+	// a latched guard is what a load balancer must see: health stays 503
+	// until the operator has cleared the guard and restarted
+	if status, _ := relayHealth(r.caddy.BaseURL); latched && status != 503 {
+		t.Errorf("health with the guard latched: %d, want 503", status)
 	}
 	fmt.Printf("disk-full e2e: guard latched: %v\n", latched)
 }
