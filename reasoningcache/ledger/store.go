@@ -57,6 +57,11 @@ type Options struct {
 	Logger *zap.Logger
 	// Now is the clock. Default: time.Now.
 	Now func() time.Time
+	// ObserveBatch, when set, is called by the writer after each
+	// transaction with its number of operations, how long it took from
+	// BEGIN to the end of COMMIT (or ROLLBACK) and whether it committed.
+	// It runs on the writer goroutine: keep it cheap (a histogram update).
+	ObserveBatch func(ops int, took time.Duration, committed bool)
 }
 
 func (o *Options) setDefaults() {
@@ -117,6 +122,7 @@ type Store struct {
 	closeErr  error
 
 	stats storeStats
+	ops   opsState // snapshots Close waits for
 }
 
 // dsn returns the connection string: every pooled connection gets WAL,
@@ -255,6 +261,7 @@ func (s *Store) Close() error {
 		s.mu.Lock()
 		s.closed = true
 		s.mu.Unlock()
+		s.ops.bg.Wait() // a running snapshot finishes first
 		close(s.quit)
 		<-s.done
 		s.wstmts.close()

@@ -134,7 +134,11 @@ func (s *Store) runBatch(batch []*request) {
 	}
 	ctx := context.Background() // request contexts must not interrupt a shared transaction
 	c := preparedTx{s.wstmts}
+	began := time.Now()
 	err := s.applyBatch(ctx, batch)
+	if f := s.opts.ObserveBatch; f != nil {
+		f(len(batch), time.Since(began), err == nil)
+	}
 	if err != nil {
 		_, _ = c.ExecContext(ctx, "ROLLBACK")
 		for _, r := range batch {
