@@ -109,6 +109,21 @@ type CacheApp struct {
 	// conflict for exactly the replayed turns. Default: true.
 	ReplayRetry *bool `json:"replay_retry,omitempty"`
 
+	// SnapshotDir is the private directory (0700) where POST
+	// /reasoning_cache/snapshot on the admin API publishes inspection
+	// snapshots. A leading ~ is the home directory of the user Caddy runs
+	// as. Default: ~/.reasoning-relay-inspection.
+	SnapshotDir string `json:"snapshot_dir,omitempty"`
+
+	// SnapshotFreeMargin is the free space, in bytes, that must remain on
+	// the snapshot directory's file system after a snapshot. Default:
+	// 64 MiB.
+	SnapshotFreeMargin int64 `json:"snapshot_free_margin,omitempty"`
+
+	// SnapshotMaxSource is the largest database, in bytes, a snapshot
+	// copies. Default: 256 MiB.
+	SnapshotMaxSource int64 `json:"snapshot_max_source,omitempty"`
+
 	ctx    caddy.Context
 	logger *zap.Logger
 	key    string                 // cleaned absolute database path; the pool key
@@ -130,6 +145,9 @@ func (CacheApp) CaddyModule() caddy.ModuleInfo {
 func (a *CacheApp) Provision(ctx caddy.Context) error {
 	a.ctx = ctx
 	a.logger = ctx.Logger()
+	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
 	if a.Database == "" {
 		a.Database = DefaultCacheDatabase
 	}
@@ -172,6 +190,7 @@ func (a *CacheApp) Provision(ctx caddy.Context) error {
 // over from the previous configuration (disabling records a coverage gap;
 // enabling consumes it) and starts the background checkpoint loop.
 func (a *CacheApp) Start() error {
+	activeApp.Store(a)
 	if a.holder == nil {
 		return nil
 	}
@@ -191,6 +210,7 @@ func (a *CacheApp) Stop() error { return nil }
 // Cleanup releases this configuration's reference to the ledger. The
 // ledger closes once no configuration and no request uses it.
 func (a *CacheApp) Cleanup() error {
+	activeApp.CompareAndSwap(a, nil)
 	if a.holder == nil {
 		return nil
 	}
@@ -263,6 +283,7 @@ func (a *CacheApp) engineConfig() reasoningcache.Config {
 		MaxPlanRecords:    a.MaxPlanRecords,
 		GenerationTimeout: time.Duration(a.GenerationTimeout),
 		Logger:            a.logger.Named("engine"),
+		Counters:          engineCounters,
 	}
 }
 
@@ -327,7 +348,7 @@ func openHolder(key string, enabled bool, hotCacheBytes int64) (*storeHolder, er
 		}
 	}
 	log := caddy.Log().Named("reasoning_cache.ledger")
-	st, err := ledger.Open(key, ledger.Options{Disabled: !enabled, Logger: log, HotCacheBytes: hotCacheBytes})
+	st, err := ledger.Open(key, ledger.Options{Disabled: !enabled, Logger: log, HotCacheBytes: hotCacheBytes, ObserveBatch: observeBatch})
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,9 @@ func init() {
 //			max_plan_records   <n>         # default 256
 //			generation_timeout <duration>  # default 15m of inactivity
 //			replay_retry       <bool>      # default on
+//			snapshot_dir       <path>      # admin API snapshots; default ~/.reasoning-relay-inspection
+//			snapshot_free_margin <size>    # free space left after a snapshot; default 64MiB
+//			snapshot_max_source  <size>    # largest database a snapshot copies; default 256MiB
 //		}
 //	}
 //
@@ -109,6 +112,18 @@ func parseCacheAppOption(d *caddyfile.Dispenser, existingVal any) (any, error) {
 				return nil, d.Errf("reasoning_cache: replay_retry: %v", err)
 			}
 			app.ReplayRetry = &b
+		case "snapshot_dir":
+			if err := oneArg(d, &app.SnapshotDir); err != nil {
+				return nil, err
+			}
+		case "snapshot_free_margin":
+			if err := sizeArg(d, &app.SnapshotFreeMargin); err != nil {
+				return nil, err
+			}
+		case "snapshot_max_source":
+			if err := sizeArg(d, &app.SnapshotMaxSource); err != nil {
+				return nil, err
+			}
 		default:
 			return nil, d.Errf("reasoning_cache: unrecognized option %q", d.Val())
 		}

@@ -329,6 +329,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 			fmt.Sprintf("Invalid URL (%s %s): the relay serves POST /chat/completions, GET /models and POST /responses.", r.Method, r.URL.Path)), "unknown_route")
 		return nil
 	}
+	rq.route = route
 	want := http.MethodPost
 	if route == "models" {
 		want = http.MethodGet

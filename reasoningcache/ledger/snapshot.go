@@ -182,6 +182,9 @@ func (s *Store) Snapshot(ctx context.Context, opts SnapshotOptions) (res Snapsho
 	return res, nil
 }
 
+// SnapshotRunning reports whether a snapshot is being copied.
+func (s *Store) SnapshotRunning() bool { return s.ops.snapshotting.Load() }
+
 // backupInto copies the database conn reads into the file at dst with the
 // online backup API, snapshotStepPages at a time, and returns the number
 // of steps. conn must be inside a read transaction, so that the copy is

@@ -45,9 +45,9 @@ type storeStats struct {
 
 // Stats are counters of the writer since Open.
 type Stats struct {
-	Batches  int64 // transactions committed or attempted
-	Ops      int64 // operations applied (including failed ones)
-	MaxBatch int64 // largest batch seen
+	Batches  int64 `json:"batches"`    // transactions committed or attempted
+	Ops      int64 `json:"operations"` // operations applied (including failed ones)
+	MaxBatch int64 `json:"max_batch"`  // largest batch seen
 }
 
 // Stats returns the writer's counters.

@@ -1,0 +1,218 @@
+package caddymodule
+
+import (
+	"context"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache"
+	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/ledger"
+)
+
+// activeApp is the reasoning_cache app of the running configuration (set
+// when it starts), for the admin API and the metrics collector.
+var activeApp atomic.Pointer[CacheApp]
+
+// aggregatesTTL is how long the ledger aggregates of a status reply are
+// reused before the ledger is read again.
+const aggregatesTTL = 5 * time.Second
+
+// Status is the reply of GET /reasoning_cache/status. Its JSON names are an
+// interface: scripts and `caddy reasoning-relay status --json` read them.
+// Counters count since the process started (they survive reloads).
+type Status struct {
+	// StartedAt is when the process loaded the relay (RFC 3339).
+	StartedAt string `json:"started_at"`
+	// UptimeSeconds is how long ago that was.
+	UptimeSeconds int64 `json:"uptime_seconds"`
+	// Database is the ledger's absolute path ("" when no app runs).
+	Database string `json:"database"`
+	// Enabled reports whether the cache replays and captures.
+	Enabled bool `json:"enabled"`
+	// Open reports whether the ledger is open (false when the cache is
+	// disabled and no database exists).
+	Open bool `json:"open"`
+	// Requests counts finished requests by route and outcome.
+	Requests map[string]map[string]int64 `json:"requests"`
+	// Cache is what the reasoning cache engine decided.
+	Cache reasoningcache.CounterValues `json:"cache"`
+	// Sessions is the engine's memory accounting now.
+	Sessions SessionStatus `json:"sessions"`
+	// Usage is the upstream token usage of answered chat requests, apart
+	// for requests that carried replayed reasoning and those that did not.
+	Usage UsageSplit `json:"usage"`
+	// Ledger holds the ledger's aggregates (null when it is not open).
+	Ledger *LedgerStatus `json:"ledger"`
+	// Writer is the ledger writer's group-commit counters.
+	Writer *ledger.Stats `json:"writer"`
+	// Retention is the retention, cleanup and disk-reserve state (null
+	// until the ledger reports one).
+	Retention *RetentionStatus `json:"retention"`
+	// CaptureDrops is how many body-capture writes were dropped.
+	CaptureDrops int64 `json:"capture_drops"`
+	// Snapshots is the inspection snapshot state.
+	Snapshots SnapshotStatus `json:"snapshots"`
+}
+
+// SessionStatus is the engine's memory accounting.
+type SessionStatus struct {
+	// Active is how many requests hold a full-cache session.
+	Active int `json:"active"`
+	// BytesInUse is the memory budget they hold, in bytes.
+	BytesInUse int64 `json:"bytes_in_use"`
+	// CapacityBytes is what sessions may hold in total.
+	CapacityBytes int64 `json:"capacity_bytes"`
+}
+
+// UsageSplit is token usage with and without replayed reasoning.
+type UsageSplit struct {
+	// WithReplay counts answers to requests that carried replayed blocks.
+	WithReplay TokenUsage `json:"with_replay"`
+	// WithoutReplay counts all other answered chat requests.
+	WithoutReplay TokenUsage `json:"without_replay"`
+}
+
+// TokenUsage sums the upstream usage of answers.
+type TokenUsage struct {
+	// Responses is how many answers were summed.
+	Responses int64 `json:"responses"`
+	// InputTokens is usage.input_tokens.
+	InputTokens int64 `json:"input_tokens"`
+	// CachedInputTokens is usage.input_tokens_details.cached_tokens: the
+	// upstream's prompt-cache hits.
+	CachedInputTokens int64 `json:"cached_input_tokens"`
+	// OutputTokens is usage.output_tokens.
+	OutputTokens int64 `json:"output_tokens"`
+	// ReasoningTokens is usage.output_tokens_details.reasoning_tokens.
+	ReasoningTokens int64 `json:"reasoning_tokens"`
+}
+
+// LedgerStatus is the ledger's aggregates with their age.
+type LedgerStatus struct {
+	ledger.Aggregates
+	// AgeMillis is how old the aggregates are (they are reused for 5 s).
+	AgeMillis int64 `json:"age_ms"`
+	// Error is set when they could not be read ("" otherwise).
+	Error string `json:"error,omitempty"`
+}
+
+// RetentionStatus is the ledger's retention and safety state. Every field
+// is null until the ledger reports it.
+type RetentionStatus struct {
+	// GuardLatched is true when repeated safety-write failures latched the
+	// guard file and the store refuses reuse.
+	GuardLatched *bool `json:"guard_latched"`
+	// ReserveBytes is the size of the physically allocated disk reserve.
+	ReserveBytes *int64 `json:"reserve_bytes"`
+	// LastCleanupAt is when cleanup last ran (Unix milliseconds).
+	LastCleanupAt *int64 `json:"last_cleanup_at"`
+	// LastCleanupDeleted is how many payloads it deleted.
+	LastCleanupDeleted *int64 `json:"last_cleanup_deleted"`
+	// BarrierActive is true while the startup deletion barrier holds
+	// every payload back from cleanup.
+	BarrierActive *bool `json:"barrier_active"`
+	// BarrierEndsAt is when the barrier lifts (Unix milliseconds).
+	BarrierEndsAt *int64 `json:"barrier_ends_at"`
+}
+
+// SnapshotStatus is the state of inspection snapshots.
+type SnapshotStatus struct {
+	// Running is true while a snapshot is being copied.
+	Running bool `json:"running"`
+	// Published is how many snapshots this process published.
+	Published int64 `json:"published"`
+	// Last is the most recently published file ("" if none).
+	Last string `json:"last"`
+	// Dir is where snapshots are published.
+	Dir string `json:"dir"`
+}
+
+// aggCache keeps the last aggregates for aggregatesTTL.
+var aggCache struct {
+	mu    sync.Mutex
+	store *ledger.Store
+	at    time.Time
+	agg   ledger.Aggregates
+	err   error
+}
+
+// ledgerAggregates returns the store's aggregates, read at most once per
+// aggregatesTTL; concurrent callers wait for one read.
+func ledgerAggregates(ctx context.Context, st *ledger.Store) *LedgerStatus {
+	aggCache.mu.Lock()
+	defer aggCache.mu.Unlock()
+	if aggCache.store != st || time.Since(aggCache.at) >= aggregatesTTL {
+		agg, err := st.Inspect(ctx, 0)
+		aggCache.store, aggCache.at, aggCache.agg, aggCache.err = st, time.Now(), agg, err
+	}
+	ls := &LedgerStatus{Aggregates: aggCache.agg, AgeMillis: time.Since(aggCache.at).Milliseconds()}
+	if aggCache.err != nil {
+		ls.Error = aggCache.err.Error()
+	}
+	return ls
+}
+
+// buildStatus gathers the status reply.
+func buildStatus(ctx context.Context) Status {
+	st := Status{
+		StartedAt:     processStart.UTC().Format(time.RFC3339),
+		UptimeSeconds: int64(time.Since(processStart).Seconds()),
+		Requests:      map[string]map[string]int64{},
+		Cache:         engineCounters.Values(),
+		CaptureDrops:  captureDrops(),
+	}
+	for r, route := range routes {
+		m := map[string]int64{}
+		for o, outcome := range outcomes {
+			m[outcome] = relayCounters.requests[r][o].Load()
+		}
+		st.Requests[route] = m
+	}
+	st.Usage.WithoutReplay = tokenUsage(0)
+	st.Usage.WithReplay = tokenUsage(1)
+	st.Snapshots = SnapshotStatus{Published: snapshotsPublished.Load()}
+	if p := lastSnapshot.Load(); p != nil {
+		st.Snapshots.Last = *p
+	}
+	a := activeApp.Load()
+	if a == nil {
+		return st
+	}
+	st.Database, st.Enabled = a.key, a.Enabled
+	st.Snapshots.Dir = a.snapshotDir()
+	if a.engine != nil {
+		s := a.engine.Stats()
+		st.Sessions = SessionStatus{Active: s.Sessions, BytesInUse: s.BytesUsed, CapacityBytes: s.Capacity}
+	}
+	if a.holder != nil {
+		store := a.holder.store
+		st.Open = true
+		st.Snapshots.Running = store.SnapshotRunning()
+		st.Ledger = ledgerAggregates(ctx, store)
+		ws := store.Stats()
+		st.Writer = &ws
+	}
+	return st
+}
+
+func tokenUsage(i int) TokenUsage {
+	t := &relayCounters.tokens[i]
+	return TokenUsage{
+		Responses:         relayCounters.responses[i].Load(),
+		InputTokens:       t[0].Load(),
+		CachedInputTokens: t[1].Load(),
+		OutputTokens:      t[2].Load(),
+		ReasoningTokens:   t[3].Load(),
+	}
+}
+
+// statSize is the size of the file at p, or 0.
+func statSize(p string) int64 {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
