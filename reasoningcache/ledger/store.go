@@ -155,6 +155,9 @@ func Open(path string, opts Options) (*Store, error) {
 	if strings.ContainsAny(abs, "?#") {
 		return nil, fmt.Errorf("ledger: open %s: the path must not contain '?' or '#'", abs)
 	}
+	if err := checkNotBlocked(abs); err != nil {
+		return nil, fmt.Errorf("ledger: open: %w", err)
+	}
 	if opts.Disabled {
 		ok, err := fileExists(abs)
 		if err != nil {

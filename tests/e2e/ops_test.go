@@ -16,6 +16,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	_ "modernc.org/sqlite"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/tests/relaytest"
 )
 
 // ledgerPath is where cacheGlobal puts the ledger of a relay.
@@ -320,5 +322,75 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestOperateBackupRestore: backup refuses a live relay; a stopped relay's
+// ledger round-trips through backup and restore; the restored ledger
+// quarantines every earlier turn and records new ones; a copy left with a
+// .blocked file cannot be opened.
+func TestOperateBackupRestore(t *testing.T) {
+	r := cacheRelay(t, "", "")
+	cv := newConvo(t, r, relayToken, "ops-backup", nil)
+	cv.say("hello", false)
+	cv.say("more", true)
+
+	dir := r.caddy.Dir
+	backup := filepath.Join(dir, "backups", "ledger-backup.sqlite")
+	out, errOut, err := relayCLI(t, r, "backup", "--database", ledgerPath(r), "--output", backup)
+	if err == nil || !strings.Contains(errOut, "running relay") {
+		t.Fatalf("backup of a live relay: %v\n%s%s", err, out, errOut)
+	}
+	r.caddy.Stop()
+	if out, errOut, err = relayCLI(t, r, "backup", "--database", ledgerPath(r), "--output", backup, "--json"); err != nil {
+		t.Fatalf("backup: %v\n%s%s", err, out, errOut)
+	}
+	t.Logf("figures: backup: %s", strings.TrimSpace(out))
+	restored := filepath.Join(dir, "data", "restored.sqlite")
+	if out, errOut, err = relayCLI(t, r, "restore", "--backup", backup, "--database", restored); err != nil {
+		t.Fatalf("restore: %v\n%s%s", err, out, errOut)
+	}
+	if _, errOut, err = relayCLI(t, r, "restore", "--backup", backup, "--database", ledgerPath(r)); err == nil || !strings.Contains(errOut, "never overwrites") {
+		t.Fatalf("restore over an existing ledger: %v\n%s", err, errOut)
+	}
+	for _, p := range []string{backup + ".blocked", restored + ".blocked"} {
+		if _, err := os.Stat(p); err == nil {
+			t.Fatalf("%s is left after a finished copy", p)
+		}
+	}
+
+	// the relay on the restored ledger: nothing from before is replayed
+	global := strings.Replace(cacheGlobal, "{DIR}/data/ledger.sqlite", restored, 1)
+	env := []string{"RT_UPSTREAM_KEY=" + upstreamKey, "RT_TOKEN=" + relayToken}
+	site := strings.ReplaceAll(fmt.Sprintf(siteConfig, ""), "{UPSTREAM}", r.up.URL)
+	c2 := relaytest.Start(t, relaytest.Options{Global: global, Site: site, Env: env, Dir: dir, LogLevel: "DEBUG"})
+	r2 := &relay{caddy: c2, fake: r.fake, up: r.up}
+	cv.r, cv.c = r2, r2.client(relayToken)
+	cv.expect = false
+	cv.say("after the restore", false) // the two earlier turns are quarantined
+	cv.expect = true
+	cv.turns = cv.turns[len(cv.turns)-1:] // only the new turn may come back
+	n := len(r.fake.Requests())
+	cv.say("and on", true)
+	if last := r.fake.Requests()[n]; len(last.Replayed) != 1 {
+		t.Fatalf("after the restore %d turns were replayed, want the 1 new one", len(last.Replayed))
+	}
+	if !strings.Contains(c2.Logs(), `"coverage_gap_consumed":true`) {
+		t.Fatal("opening the restored ledger did not consume its coverage gap")
+	}
+	c2.Stop()
+
+	// a copy whose .blocked file is still there cannot be opened
+	blocked := filepath.Join(dir, "data", "blocked.sqlite")
+	if _, errOut, err = relayCLI(t, r, "backup", "--database", restored, "--output", blocked); err != nil {
+		t.Fatalf("backup: %v\n%s", err, errOut)
+	}
+	if err := os.WriteFile(blocked+".blocked", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logs := relaytest.StartErr(t, relaytest.Options{Global: strings.Replace(cacheGlobal, "{DIR}/data/ledger.sqlite", blocked, 1),
+		Site: site, Env: env, Dir: dir})
+	if !strings.Contains(logs, "did not finish") {
+		t.Fatalf("a blocked ledger was not refused clearly:\n%s", logs)
 	}
 }
