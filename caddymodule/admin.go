@@ -26,6 +26,10 @@ func init() {
 // user Caddy runs as.
 const DefaultSnapshotDir = "~/.reasoning-relay-inspection"
 
+// testHookSnapshotStep, when set by tests, runs between two steps of a
+// snapshot copy.
+var testHookSnapshotStep func(copied, total int64)
+
 // Snapshot bookkeeping of this process.
 var (
 	snapshotsPublished atomic.Int64
@@ -94,6 +98,7 @@ func (a *AdminAPI) handleSnapshot(w http.ResponseWriter, r *http.Request) error 
 	// it is bounded by the source ceiling
 	res, err := app.holder.store.Snapshot(context.WithoutCancel(r.Context()), ledger.SnapshotOptions{
 		Dir: dir, FreeMargin: app.SnapshotFreeMargin, MaxSourceBytes: app.SnapshotMaxSource,
+		OnStep: testHookSnapshotStep,
 	})
 	switch {
 	case errors.Is(err, ledger.ErrSnapshotRunning):

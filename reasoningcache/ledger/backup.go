@@ -195,7 +195,7 @@ func copyDatabase(ctx context.Context, src, dst string) (int64, error) {
 	if err := conn.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
 		return 0, err
 	}
-	if _, err := backupInto(ctx, conn, dst); err != nil {
+	if _, err := backupInto(ctx, conn, dst, nil); err != nil {
 		return 0, err
 	}
 	return pages, nil

@@ -33,10 +33,6 @@ const (
 	snapshotStepPages = 32
 )
 
-// snapshotStepHook, when set (by tests only), runs between two backup
-// steps.
-var snapshotStepHook func()
-
 // ErrSnapshotRunning is returned by Snapshot while another snapshot of the
 // same store is being taken.
 var ErrSnapshotRunning = errors.New("ledger: a snapshot is already being taken")
@@ -64,6 +60,10 @@ type SnapshotOptions struct {
 	// MaxSourceBytes is the largest database copied
 	// (DefaultSnapshotMaxSource when 0).
 	MaxSourceBytes int64
+	// OnStep, when set, is called after each backup step but the last,
+	// with the pages copied so far and the total; for progress reports.
+	// The copy waits while it runs.
+	OnStep func(copied, total int64)
 }
 
 // SnapshotResult describes a published snapshot.
@@ -165,7 +165,7 @@ func (s *Store) Snapshot(ctx context.Context, opts SnapshotOptions) (res Snapsho
 			_ = os.Remove(tmp + "-journal")
 		}
 	}()
-	steps, err := backupInto(ctx, conn, tmp)
+	steps, err := backupInto(ctx, conn, tmp, opts.OnStep)
 	if err != nil {
 		return res, fmt.Errorf("ledger: snapshot: copy: %w", err)
 	}
@@ -189,7 +189,7 @@ func (s *Store) SnapshotRunning() bool { return s.ops.snapshotting.Load() }
 // online backup API, snapshotStepPages at a time, and returns the number
 // of steps. conn must be inside a read transaction, so that the copy is
 // one consistent state and is never restarted by concurrent commits.
-func backupInto(ctx context.Context, conn *sql.Conn, dst string) (steps int64, err error) {
+func backupInto(ctx context.Context, conn *sql.Conn, dst string, onStep func(copied, total int64)) (steps int64, err error) {
 	err = conn.Raw(func(dc any) error {
 		b, ok := dc.(interface {
 			NewBackup(string) (*sqlite.Backup, error)
@@ -214,8 +214,9 @@ func backupInto(ctx context.Context, conn *sql.Conn, dst string) (steps int64, e
 			if !more {
 				return bk.Finish()
 			}
-			if h := snapshotStepHook; h != nil {
-				h()
+			if onStep != nil {
+				total := int64(bk.PageCount())
+				onStep(total-int64(bk.Remaining()), total)
 			}
 			runtime.Gosched()
 		}

@@ -46,7 +46,7 @@ func TestSnapshotIsConsistentPrivateAndWithoutSecret(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "inspection")
 	var steps, refused int
 	var mu sync.Mutex
-	snapshotStepHook = func() {
+	onStep := func(_, _ int64) {
 		mu.Lock()
 		defer mu.Unlock()
 		steps++
@@ -59,9 +59,7 @@ func TestSnapshotIsConsistentPrivateAndWithoutSecret(t *testing.T) {
 			storeTurn(t, s, testScope(2), 1, dig("x%d", steps), dig("y%d", steps), nil)
 		}
 	}
-	defer func() { snapshotStepHook = nil }()
-	res, err := s.Snapshot(ctx, SnapshotOptions{Dir: dir})
-	snapshotStepHook = nil
+	res, err := s.Snapshot(ctx, SnapshotOptions{Dir: dir, OnStep: onStep})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,10 +156,9 @@ func TestCloseWaitsForRunningSnapshot(t *testing.T) {
 	inCopy := make(chan struct{})
 	proceed := make(chan struct{})
 	var once sync.Once
-	snapshotStepHook = func() {
+	onStep := func(_, _ int64) {
 		once.Do(func() { close(inCopy); <-proceed })
 	}
-	defer func() { snapshotStepHook = nil }()
 	// enough pages that the copy takes several steps
 	if _, err := s.db.Exec(`WITH RECURSIVE n(v) AS (SELECT 1 UNION ALL SELECT v + 1 FROM n WHERE v < 2000)
 		INSERT INTO markers (scope_id, kind, digest, reason, created_at) SELECT ?, 'start_poison', printf('%064d', v), ?, 0 FROM n`,
@@ -170,7 +167,7 @@ func TestCloseWaitsForRunningSnapshot(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.Snapshot(context.Background(), SnapshotOptions{Dir: filepath.Join(t.TempDir(), "snap")})
+		_, err := s.Snapshot(context.Background(), SnapshotOptions{Dir: filepath.Join(t.TempDir(), "snap"), OnStep: onStep})
 		done <- err
 	}()
 	select {
