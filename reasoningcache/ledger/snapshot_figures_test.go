@@ -15,7 +15,8 @@ import (
 
 // TestSnapshotFigures measures a snapshot of a large ledger while a writer
 // keeps committing turns: the copy time, and how many commits went through
-// during it with their worst latency. It prints figures and asserts only
+// during it with their worst latency, and how long the status
+// aggregates take to read. It prints figures and asserts only
 // correctness. LEDGER_SNAPSHOT_MB sets the ledger size (off by default).
 func TestSnapshotFigures(t *testing.T) {
 	mb, _ := strconv.Atoi(os.Getenv("LEDGER_SNAPSHOT_MB"))
@@ -36,6 +37,12 @@ func TestSnapshotFigures(t *testing.T) {
 	for i := range mb * 4 {
 		storeTurnPayload(t, s, testScope(i%50), fmt.Sprintf("fill%d", i), `[{"type":"message","text":"`+body+strconv.Itoa(i)+`"}]`)
 	}
+	agg, err := s.Inspect(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("figures: inspection of %d observations and %d payloads (%d MiB) took %d ms",
+		agg.Observations.Value, agg.Payloads.Value, agg.PayloadBytes.Value>>20, agg.TookMillis)
 	worst.Store(0)
 	var commits atomic.Int64
 	stop := make(chan struct{})
