@@ -112,3 +112,24 @@ func TestAdminSnapshotOneAtATimeAndStopWaits(t *testing.T) {
 		t.Fatalf("snapshot file: %v %v", fi, err)
 	}
 }
+
+func TestActiveAppFollowsStartAndCleanup(t *testing.T) {
+	base := activeApp.Load() // whatever an earlier test left running
+	old, next := new(CacheApp), new(CacheApp)
+	setActive(old)
+	setActive(next)
+	// the new configuration failed after its app started: back to the old
+	dropActive(next)
+	if activeApp.Load() != old {
+		t.Fatal("a failed reload left the old configuration's app inactive")
+	}
+	setActive(next)
+	dropActive(old) // a successful reload cleans the old one up
+	if activeApp.Load() != next {
+		t.Fatal("cleaning up the old configuration dropped the new app")
+	}
+	dropActive(next)
+	if activeApp.Load() != base {
+		t.Fatal("an app stays active after its cleanup")
+	}
+}

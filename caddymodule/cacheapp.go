@@ -190,7 +190,7 @@ func (a *CacheApp) Provision(ctx caddy.Context) error {
 // over from the previous configuration (disabling records a coverage gap;
 // enabling consumes it) and starts the background checkpoint loop.
 func (a *CacheApp) Start() error {
-	activeApp.Store(a)
+	setActive(a)
 	if a.holder == nil {
 		return nil
 	}
@@ -210,7 +210,7 @@ func (a *CacheApp) Stop() error { return nil }
 // Cleanup releases this configuration's reference to the ledger. The
 // ledger closes once no configuration and no request uses it.
 func (a *CacheApp) Cleanup() error {
-	activeApp.CompareAndSwap(a, nil)
+	dropActive(a)
 	if a.holder == nil {
 		return nil
 	}

@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"context"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,9 +12,36 @@ import (
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/ledger"
 )
 
-// activeApp is the reasoning_cache app of the running configuration (set
-// when it starts), for the admin API and the metrics collector.
-var activeApp atomic.Pointer[CacheApp]
+// activeApp is the reasoning_cache app of the running configuration, for
+// the admin API and the metrics collector: the most recently started app
+// that has not been cleaned up. Apps are kept in start order, so that when
+// a new configuration fails after its app started (and is cleaned up), the
+// previous configuration's app, still running, is the active one again.
+var (
+	activeApp  atomic.Pointer[CacheApp]
+	activeMu   sync.Mutex
+	activeApps []*CacheApp
+)
+
+// setActive records a started app as the active one.
+func setActive(a *CacheApp) {
+	activeMu.Lock()
+	defer activeMu.Unlock()
+	activeApps = append(activeApps, a)
+	activeApp.Store(a)
+}
+
+// dropActive forgets a cleaned-up app.
+func dropActive(a *CacheApp) {
+	activeMu.Lock()
+	defer activeMu.Unlock()
+	activeApps = slices.DeleteFunc(activeApps, func(x *CacheApp) bool { return x == a })
+	if n := len(activeApps); n > 0 {
+		activeApp.Store(activeApps[n-1])
+	} else {
+		activeApp.Store(nil)
+	}
+}
 
 // aggregatesTTL is how long the ledger aggregates of a status reply are
 // reused before the ledger is read again.
