@@ -25,7 +25,7 @@ The relay must be stopped: the command takes the ledger's ownership lock
 and refuses a database a running Caddy holds. It never overwrites: the
 destination must not exist. Until the copy, its integrity check and its
 metadata are on disk, a <destination>.blocked file keeps any relay from
-opening it; a copy that was interrupted stays blocked (delete the
+opening it. A copy that fails is removed; one that was killed stays blocked (delete the
 destination and its .blocked file, then run the command again).
 
 The copy keeps the cache secret and records a coverage gap. The first time

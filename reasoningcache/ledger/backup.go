@@ -56,9 +56,9 @@ func Backup(database, output string) (CopyResult, error) {
 // refuse an existing destination, and write <destination>.blocked before
 // anything else: Open refuses the destination until the copy, its
 // integrity check and its metadata are durable and the .blocked file is
-// removed. A killed copy therefore leaves a destination that cannot be
-// used by mistake; delete it and its .blocked file and run the command
-// again.
+// removed. A copy that fails is removed again; a killed copy leaves a
+// destination that cannot be used by mistake: delete it and its .blocked
+// file and run the command again.
 //
 // The copy keeps the cache secret (so prompt_cache_key values and scope
 // identities stay stable) and records a coverage gap: the first enabled
@@ -121,14 +121,24 @@ func copyLedger(op, src, dst string) (res CopyResult, err error) {
 		return res, fmt.Errorf("ledger: %s: %w", op, err)
 	}
 	if err := createExclusive(dst); err != nil {
+		_ = os.Remove(blocked)
 		return res, fmt.Errorf("ledger: %s: %w", op, err)
 	}
+	// a copy that fails here is removed (this process created both files
+	// and holds the destination's lock); one that is killed stays blocked
+	defer func() {
+		if err != nil {
+			for _, p := range []string{dst, dst + "-wal", dst + "-shm", dst + "-journal", blocked} {
+				_ = os.Remove(p)
+			}
+		}
+	}()
 	ctx := context.Background()
 	if res.Pages, err = copyDatabase(ctx, src, dst); err != nil {
-		return res, fmt.Errorf("ledger: %s: copy %s to %s: %w (the unfinished copy stays blocked; delete %s and %s)", op, src, dst, err, dst, blocked)
+		return res, fmt.Errorf("ledger: %s: copy %s to %s: %w", op, src, dst, err)
 	}
 	if res.FormatVersion, err = sealCopy(ctx, dst); err != nil {
-		return res, fmt.Errorf("ledger: %s: %s: %w (the copy stays blocked; delete %s and %s)", op, dst, err, dst, blocked)
+		return res, fmt.Errorf("ledger: %s: %s: %w", op, dst, err)
 	}
 	if err := tightenFiles(dst); err != nil {
 		return res, fmt.Errorf("ledger: %s: %w", op, err)

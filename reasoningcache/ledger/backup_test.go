@@ -134,3 +134,20 @@ func TestKilledBackupStaysBlocked(t *testing.T) {
 	// the source is untouched and free again
 	openTest(t, src, Options{})
 }
+
+func TestFailedRestoreLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	notLedger := filepath.Join(dir, "notes.sqlite")
+	if err := os.WriteFile(notLedger, []byte("not a database at all, just text that is long enough"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, "new.sqlite")
+	if _, err := Restore(notLedger, dst); err == nil {
+		t.Fatal("restored a file that is no ledger")
+	}
+	for _, p := range []string{dst, dst + blockedSuffix} {
+		if ok, _ := fileExists(p); ok {
+			t.Fatalf("a failed restore left %s", p)
+		}
+	}
+}
