@@ -185,8 +185,18 @@ func printStatus(w io.Writer, body []byte) error {
 		bypass = []string{"none"}
 	}
 	p("bypasses         %s", strings.Join(bypass, ", "))
-	p("recorded         %d observations, %d payloads (%s); %d poisons, %d conflicts, %d capacity fallbacks",
-		c.Observations, c.Payloads, humanize.IBytes(uint64(max(c.PayloadBytes, 0))), c.Poisons, c.Conflicts, c.CapacityFallbacks)
+	p("recorded         %d observations, %d payloads (%s); %d conflicts, %d capacity fallbacks",
+		c.Observations, c.Payloads, humanize.IBytes(uint64(max(c.PayloadBytes, 0))), c.Conflicts, c.CapacityFallbacks)
+	var poisons []string
+	for _, r := range sortedKeys(c.PoisonsByReason) {
+		if n := c.PoisonsByReason[r]; n > 0 {
+			poisons = append(poisons, fmt.Sprintf("%s %d", r, n))
+		}
+	}
+	if len(poisons) == 0 {
+		poisons = []string{"none"}
+	}
+	p("poisons          %s", strings.Join(poisons, ", "))
 	p("sessions         %d active, %s of %s in use",
 		st.Sessions.Active, humanize.IBytes(uint64(max(st.Sessions.BytesInUse, 0))), humanize.IBytes(uint64(max(st.Sessions.CapacityBytes, 0))))
 	for _, u := range []struct {

@@ -154,7 +154,7 @@ var (
 	descRejections     = desc("replay_rejections_total", "Upstream rejections of replayed reasoning (400 invalid_encrypted_content, 404 item not found).")
 	descResends        = desc("replay_resends_total", "Requests resent without replay after a rejection.")
 	descCapacity       = desc("capacity_fallbacks_total", "Requests relayed or dispatched without replay for lack of memory budget or sessions.")
-	descPoisons        = desc("poisons_total", "Start-poison markers written (interrupted, unrecordable or expired generations).")
+	descPoisons        = desc("poisons_total", "Positions poisoned (nothing replayed from them again), by reason.", "reason")
 	descConflicts      = desc("conflicts_total", "End conflicts recorded (a turn produced twice differently, or replay rejected).")
 	descObservations   = desc("observations_total", "Completed responses committed to the ledger.")
 	descPayloads       = desc("payloads_written_total", "Replayable original outputs committed.")
@@ -207,7 +207,9 @@ func (collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descRejections, v.ReplayRejections)
 	counter(descResends, v.ReplayResends)
 	counter(descCapacity, v.CapacityFallbacks)
-	counter(descPoisons, v.Poisons)
+	for _, reason := range reasoningcache.PoisonReasons {
+		counter(descPoisons, v.PoisonsByReason[reason], reason)
+	}
 	counter(descConflicts, v.Conflicts)
 	counter(descObservations, v.Observations)
 	counter(descPayloads, v.Payloads)

@@ -103,7 +103,7 @@ func (s *Session) Complete(ctx context.Context, out Outcome) error {
 			return fmt.Errorf("reasoningcache: complete: %w", err)
 		}
 		if err == nil {
-			e.counters.poisons.Add(1)
+			e.counters.poisoned("unrecordable", 1)
 		}
 		s.intent = 0
 		return nil

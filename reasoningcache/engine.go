@@ -77,7 +77,7 @@ func (e *Engine) Sweep(ctx context.Context) error {
 		return fmt.Errorf("reasoningcache: sweep: %w", err)
 	}
 	if n > 0 {
-		e.counters.poisons.Add(int64(n))
+		e.counters.poisoned("expired", int64(n))
 		e.log.Debug("reasoning cache sweep", zap.String("reason", "generation_timeout"), zap.Int("intents", n))
 	}
 	return nil

@@ -182,7 +182,7 @@ func (e *Engine) dispatch(ctx context.Context, s *Session, req *Request) error {
 func (e *Engine) poisonStart(ctx context.Context, sc ledger.Scope, start, reason string) error {
 	_, err := e.store.WriteMarkers(ctx, sc, []ledger.Marker{{Kind: ledger.MarkerStartPoison, Digest: start, Reason: reason}})
 	if err == nil {
-		e.counters.poisons.Add(1)
+		e.counters.poisoned(reason, 1)
 	}
 	return err
 }

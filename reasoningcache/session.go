@@ -188,7 +188,7 @@ func (s *Session) finish(ctx context.Context, poison string) {
 	if poison != "" {
 		err = s.e.store.PoisonIntent(ctx, id, poison)
 		if err == nil {
-			s.e.counters.poisons.Add(1)
+			s.e.counters.poisoned("interrupted", 1)
 		}
 	} else {
 		err = s.e.store.ResolveIntent(ctx, id)

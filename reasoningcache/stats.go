@@ -21,12 +21,12 @@ type Counters struct {
 	replayResends    atomic.Int64
 	capacity         atomic.Int64
 	replayCapacity   atomic.Int64
-	poisons          atomic.Int64
 	conflicts        atomic.Int64
 	observations     atomic.Int64
 	payloads         atomic.Int64
 	payloadBytes     atomic.Int64
 	bypass           [len(BypassReasons)]atomic.Int64
+	poison           [len(PoisonReasons)]atomic.Int64
 }
 
 // BypassReasons are the fixed reasons for which a request the cache saw
@@ -39,6 +39,25 @@ type Counters struct {
 var BypassReasons = [...]string{
 	"disabled", "refused", "invalid_spans", "model_too_long", "capacity",
 	"start_poisoned", "dispatch_failed", "other",
+}
+
+// PoisonReasons are the fixed reasons for which the engine poisons a
+// position (nothing is replayed from it again): "capacity" (a request
+// relayed without a session), "dispatch_failed" (its intent could not be
+// written), "interrupted" (the response broke off or was not delivered),
+// "unrecordable" (a finished response the cache could not verify or
+// predict) and "expired" (a generation inactive past generation_timeout).
+var PoisonReasons = [...]string{"capacity", "dispatch_failed", "interrupted", "unrecordable", "expired"}
+
+// poisoned counts n poisons for one of PoisonReasons.
+func (c *Counters) poisoned(reason string, n int64) {
+	for i, r := range PoisonReasons {
+		if r == reason {
+			c.poison[i].Add(n)
+			return
+		}
+	}
+	c.poison[len(PoisonReasons)-2].Add(n) // an unknown code is an unrecordable outcome
 }
 
 // bypassIndex maps a skip code to its index in BypassReasons.
@@ -83,10 +102,11 @@ type CounterValues struct {
 	// position poisoned) plus requests whose replay did not fit the budget
 	// (dispatched without replay).
 	CapacityFallbacks int64 `json:"capacity_fallbacks"`
-	// Poisons is how many start-poison markers the engine wrote or asked
-	// for: interrupted or unrecordable responses, capacity fallbacks,
-	// expired generations.
-	Poisons int64 `json:"poisons"`
+	// Poisons is how many positions the engine poisoned (start-poison
+	// markers written or asked for), and PoisonsByReason the same by the
+	// reasons in PoisonReasons (every reason is present).
+	Poisons         int64            `json:"poisons"`
+	PoisonsByReason map[string]int64 `json:"poisons_by_reason"`
 	// Conflicts is how many end-conflict outcomes were recorded: a turn
 	// produced twice with different originals, or replayed reasoning the
 	// upstream rejected.
@@ -114,15 +134,20 @@ func (c *Counters) Values() CounterValues {
 		ReplayRejections:  c.replayRejections.Load(),
 		ReplayResends:     c.replayResends.Load(),
 		CapacityFallbacks: c.capacity.Load() + c.replayCapacity.Load(),
-		Poisons:           c.poisons.Load(),
 		Conflicts:         c.conflicts.Load(),
 		Observations:      c.observations.Load(),
 		Payloads:          c.payloads.Load(),
 		PayloadBytes:      c.payloadBytes.Load(),
 		Bypasses:          make(map[string]int64, len(BypassReasons)),
+		PoisonsByReason:   make(map[string]int64, len(PoisonReasons)),
 	}
 	for i, r := range BypassReasons {
 		v.Bypasses[r] = c.bypass[i].Load()
+	}
+	for i, r := range PoisonReasons {
+		n := c.poison[i].Load()
+		v.PoisonsByReason[r] = n
+		v.Poisons += n
 	}
 	return v
 }

@@ -38,11 +38,15 @@ func TestCountersFollowAReplayedConversation(t *testing.T) {
 		Requests: 5, FullCache: 5, ReplayPlans: 3, ReplayedBlocks: 1 + 2 + 3,
 		ReplaySuccesses: 2, ReplayRejections: 1, ReplayResends: 1, Conflicts: 3, Poisons: 1,
 		Observations: 3, Payloads: 3, PayloadBytes: v.PayloadBytes,
-		Bypasses: map[string]int64{},
+		Bypasses: map[string]int64{}, PoisonsByReason: map[string]int64{},
 	}
 	for _, r := range BypassReasons {
 		want.Bypasses[r] = 0
 	}
+	for _, r := range PoisonReasons {
+		want.PoisonsByReason[r] = 0
+	}
+	want.PoisonsByReason["interrupted"] = 1
 	if v.PayloadBytes <= 0 {
 		t.Fatalf("payload_bytes %d", v.PayloadBytes)
 	}
