@@ -88,13 +88,16 @@ func TestCacheOptionAdapts(t *testing.T) {
 		retention 60d
 		disk_admission 512MiB
 		reserve 8MiB
+		snapshot_dir /tmp/snaps
+		snapshot_free_margin 1MiB
+		snapshot_max_source 2MiB
 	}
 }
 :8080 {
 	respond ok
 }`)
 	raw, _ := json.Marshal(cfg["apps"].(map[string]any)["reasoning_cache"])
-	want := `{"database":"/tmp/x.sqlite","disk_admission":536870912,"enabled":true,"entry_allowance":2097152,"generation_timeout":120000000000,"max_concurrent":3,"max_plan_records":9,"memory_budget":67108864,"replay_ceiling":8388608,"replay_retry":false,"reserve":8388608,"retention":5184000000000000}`
+	want := `{"database":"/tmp/x.sqlite","disk_admission":536870912,"enabled":true,"entry_allowance":2097152,"generation_timeout":120000000000,"max_concurrent":3,"max_plan_records":9,"memory_budget":67108864,"replay_ceiling":8388608,"replay_retry":false,"reserve":8388608,"retention":5184000000000000,"snapshot_dir":"/tmp/snaps","snapshot_free_margin":1048576,"snapshot_max_source":2097152}`
 	if string(raw) != want {
 		t.Fatalf("adapted\n%s\nwant\n%s", raw, want)
 	}

@@ -126,6 +126,21 @@ type CacheApp struct {
 	// minimum 64 KiB.
 	Reserve int64 `json:"reserve,omitempty"`
 
+	// SnapshotDir is the private directory (0700) where POST
+	// /reasoning_cache/snapshot on the admin API publishes inspection
+	// snapshots. A leading ~ is the home directory of the user Caddy runs
+	// as. Default: ~/.reasoning-relay-inspection.
+	SnapshotDir string `json:"snapshot_dir,omitempty"`
+
+	// SnapshotFreeMargin is the free space, in bytes, that must remain on
+	// the snapshot directory's file system after a snapshot. Default:
+	// 64 MiB.
+	SnapshotFreeMargin int64 `json:"snapshot_free_margin,omitempty"`
+
+	// SnapshotMaxSource is the largest database, in bytes, a snapshot
+	// copies. Default: 256 MiB.
+	SnapshotMaxSource int64 `json:"snapshot_max_source,omitempty"`
+
 	ctx    caddy.Context
 	logger *zap.Logger
 	key    string                 // cleaned absolute database path; the pool key
@@ -150,6 +165,9 @@ func (a *CacheApp) Provision(ctx caddy.Context) error {
 	a.ctx = ctx
 	a.logger = ctx.Logger()
 	a.stopping = new(atomic.Bool)
+	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
 	if a.Database == "" {
 		a.Database = DefaultCacheDatabase
 	}
@@ -200,6 +218,7 @@ func (a *CacheApp) Provision(ctx caddy.Context) error {
 // over from the previous configuration (disabling records a coverage gap;
 // enabling consumes it) and starts the background checkpoint loop.
 func (a *CacheApp) Start() error {
+	setActive(a)
 	if a.holder == nil {
 		return nil
 	}
@@ -223,6 +242,7 @@ func (a *CacheApp) Stop() error {
 // Cleanup releases this configuration's reference to the ledger. The
 // ledger closes once no configuration and no request uses it.
 func (a *CacheApp) Cleanup() error {
+	dropActive(a)
 	if a.holder == nil {
 		return nil
 	}
@@ -293,6 +313,7 @@ func (a *CacheApp) engineConfig() reasoningcache.Config {
 		MaxPlanRecords:    a.MaxPlanRecords,
 		GenerationTimeout: time.Duration(a.GenerationTimeout),
 		Logger:            a.logger.Named("engine"),
+		Counters:          engineCounters,
 	}
 }
 
@@ -358,6 +379,7 @@ func openHolder(key string, opts ledger.Options) (*storeHolder, error) {
 	}
 	log := caddy.Log().Named("reasoning_cache.ledger")
 	opts.Logger = log
+	opts.ObserveBatch = observeBatch
 	st, err := ledger.Open(key, opts)
 	if err != nil {
 		return nil, err

@@ -32,6 +32,9 @@ func init() {
 //			retention          <duration>  # idle age before cleanup may delete an output; default and minimum 30d
 //			disk_admission     <size>      # no new outputs stored above this database+WAL size; default 1GiB
 //			reserve            <size>      # allocated file released on a full disk; default 64MiB, minimum 64KiB
+//			snapshot_dir       <path>      # admin API snapshots; default ~/.reasoning-relay-inspection
+//			snapshot_free_margin <size>    # free space left after a snapshot; default 64MiB
+//			snapshot_max_source  <size>    # largest database a snapshot copies; default 256MiB
 //		}
 //	}
 //
@@ -122,6 +125,18 @@ func parseCacheAppOption(d *caddyfile.Dispenser, existingVal any) (any, error) {
 			}
 		case "reserve":
 			if err := sizeArg(d, &app.Reserve); err != nil {
+				return nil, err
+			}
+		case "snapshot_dir":
+			if err := oneArg(d, &app.SnapshotDir); err != nil {
+				return nil, err
+			}
+		case "snapshot_free_margin":
+			if err := sizeArg(d, &app.SnapshotFreeMargin); err != nil {
+				return nil, err
+			}
+		case "snapshot_max_source":
+			if err := sizeArg(d, &app.SnapshotMaxSource); err != nil {
 				return nil, err
 			}
 		default:

@@ -25,7 +25,11 @@ var captureWriters = caddy.NewUsagePool()
 type captureDestructor struct{ w *capture.Writer }
 
 // Destruct waits briefly for pending writes and stops the worker.
-func (d captureDestructor) Destruct() error { return d.w.Close(5 * time.Second) }
+func (d captureDestructor) Destruct() error {
+	err := d.w.Close(5 * time.Second)
+	captureClosed(d.w)
+	return err
+}
 
 // provisionCapture opens (or shares) the writer for log_bodies.
 func (h *Handler) provisionCapture(ctx caddy.Context) error {

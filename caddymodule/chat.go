@@ -67,6 +67,7 @@ func (rq *request) serveChat() {
 		}
 		conv := &chatFrames{s: translate.NewStream(opts), cs: cs, ctx: ctx}
 		delivered := rq.relayStream(ctx, cancel, resp, idle, conv)
+		countUsage(conv.s.Usage(), cs.replayed() > 0)
 		cs.end(delivered, true, "stream_interrupted")
 		return
 	}
@@ -79,6 +80,7 @@ func (rq *request) serveChat() {
 		rq.fail(aerr, "upstream_failed_response")
 		return
 	}
+	countUsage(comp.Usage, cs.replayed() > 0)
 	// commit what the cache learned before the client sees the answer
 	cs.complete(ctx, outcomeOf(comp.Status, comp.Snapshot, comp.Output, nil, comp.Sent))
 	delivered := rq.writeJSON(resp.Header, comp.Body)
@@ -117,7 +119,11 @@ func (rq *request) postChat(ctx context.Context, treq *translate.Request, cs *ca
 		if !ok {
 			return nil, false
 		}
-		if attempt == 1 && cs.replayed() > 0 && h.replayRetry() && isReplayRejection(e) {
+		rejected := attempt == 1 && cs.replayed() > 0 && isReplayRejection(e)
+		if rejected {
+			cs.s.Rejected()
+		}
+		if rejected && h.replayRetry() {
 			h.logger.Warn("upstream rejected replayed reasoning; resending without replay",
 				zap.String("request_id", rq.id), zap.Int("status", e.Status), zap.String("error_code", e.Code))
 			if err := cs.dropReplay(ctx, treq); err == nil {

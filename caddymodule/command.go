@@ -25,11 +25,16 @@ func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "reasoning-relay",
 		Usage: "<command> [flags]",
-		Short: "Offline tools of the reasoning relay",
+		Short: "Operate the reasoning relay: status, snapshots, backups, replay bundles",
 		Long: `
-Offline tools of the reasoning relay. They work on files (captures, bundles)
-and never talk to a running Caddy unless a command says so.
+Tools of the reasoning relay. status and snapshot talk to the running Caddy
+through its admin API; the others work on files (ledgers, captures, bundles)
+and never talk to a running Caddy.
 
+  caddy reasoning-relay status          runtime counters and ledger figures of the running relay
+  caddy reasoning-relay snapshot        online inspection copy of the running relay's ledger
+  caddy reasoning-relay backup          recovery copy of a stopped relay's ledger
+  caddy reasoning-relay restore         new ledger from a backup, for a stopped relay
   caddy reasoning-relay replay export   build a replay bundle from body captures
   caddy reasoning-relay replay compare  replay a bundle and compare the answer
 `,

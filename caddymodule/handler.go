@@ -332,6 +332,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 			fmt.Sprintf("Invalid URL (%s %s): the relay serves POST /chat/completions, GET /models, POST /responses and GET /health.", r.Method, r.URL.Path)), "unknown_route")
 		return nil
 	}
+	rq.route = route
 	want := http.MethodPost
 	if route == "models" || route == "health" {
 		want = http.MethodGet

@@ -32,6 +32,7 @@ type request struct {
 	w     http.ResponseWriter
 	r     *http.Request
 	start time.Time
+	route string // chat, responses or models once routed (a metrics label)
 	token string // the relay token the client authenticated with
 	// wroteBody is set once the response status went out with a body to
 	// follow: from then on a failure is an interruption, not a refusal
@@ -54,6 +55,7 @@ func (rq *request) fail(e *apierr.Error, reason string) {
 // rest is debug output.
 func (rq *request) log(reason string, status int, fields ...zap.Field) {
 	rq.cap.SetOutcome(reason)
+	countRequest(rq.route, reason)
 	level := zapcore.DebugLevel
 	if isWarning(reason) {
 		level = zapcore.WarnLevel

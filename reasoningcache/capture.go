@@ -92,12 +92,18 @@ func (s *Session) Complete(ctx context.Context, out Outcome) error {
 	}
 	s.completed = true
 	e := s.e
+	if s.replayed > 0 {
+		e.counters.replaySuccesses.Add(1)
+	}
 	v, payload := s.judge(&out)
 	if v.poison != "" {
 		s.log.Debug("reasoning cache", zap.String("reason", v.poison))
 		err := e.store.PoisonIntent(ctx, s.intent, v.poison)
 		if err != nil && !ledger.IsReason(err, ledger.ReasonIntentMissing) {
 			return fmt.Errorf("reasoningcache: complete: %w", err)
+		}
+		if err == nil {
+			e.counters.poisoned("unrecordable", 1)
 		}
 		s.intent = 0
 		return nil
@@ -125,6 +131,7 @@ func (s *Session) Complete(ctx context.Context, out Outcome) error {
 		}
 		return fmt.Errorf("reasoningcache: complete: %w", err)
 	}
+	e.counters.committed(res, len(req.Payload))
 	reason := string(res.Outcome)
 	if !v.admit && res.Outcome == ledger.OutcomeStored {
 		reason = "observed_" + v.why

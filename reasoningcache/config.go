@@ -52,6 +52,9 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives Debug lines with fixed reason codes (default: none).
 	Logger *zap.Logger
+	// Counters receive the engine's runtime counters; engines that share
+	// one keep counting across reloads (default: the engine's own).
+	Counters *Counters
 }
 
 // HotCacheBytes is the ledger payload cache size for a memory budget:
@@ -91,6 +94,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
+	}
+	if c.Counters == nil {
+		c.Counters = new(Counters)
 	}
 	lim, err := c.Limits.Effective()
 	if err != nil {

@@ -21,6 +21,8 @@ type Engine struct {
 	secret []byte
 	log    *zap.Logger
 
+	counters *Counters
+
 	mu       sync.Mutex
 	capacity int64 // bytes sessions may hold: M minus the shared allowance
 	used     int64 // bytes held by live sessions
@@ -44,6 +46,7 @@ func New(store *ledger.Store, cfg Config) (*Engine, error) {
 		secret:   store.Secret(),
 		log:      cfg.Logger,
 		capacity: cfg.MemoryBudget - cfg.SharedAllowance(),
+		counters: cfg.Counters,
 	}, nil
 }
 
@@ -74,6 +77,7 @@ func (e *Engine) Sweep(ctx context.Context) error {
 		return fmt.Errorf("reasoningcache: sweep: %w", err)
 	}
 	if n > 0 {
+		e.counters.poisoned("expired", int64(n))
 		e.log.Debug("reasoning cache sweep", zap.String("reason", "generation_timeout"), zap.Int("intents", n))
 	}
 	return nil

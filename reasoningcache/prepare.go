@@ -55,7 +55,8 @@ type Request struct {
 // marker for its position. Only when that marker cannot be persisted does
 // Prepare fail, with ErrUnavailable. Other errors are caller mistakes (an
 // invalid Scope).
-func (e *Engine) Prepare(ctx context.Context, req Request) (*Session, error) {
+func (e *Engine) Prepare(ctx context.Context, req Request) (s *Session, err error) {
+	defer func() { e.counters.prepared(s, err) }()
 	log := e.log
 	if req.Logger != nil {
 		log = req.Logger
@@ -103,7 +104,7 @@ func (e *Engine) Prepare(ctx context.Context, req Request) (*Session, error) {
 		s.key = key
 		return s, nil
 	}
-	s := newSession(e, l, log)
+	s = newSession(e, l, log)
 	s.scope, s.shape, s.d, s.key = sc, req.Scope.Shape, d, key
 	s.plain, s.input = req.Input, req.Input
 	s.start, s.position = start, int64(len(req.History))
@@ -132,6 +133,7 @@ func (e *Engine) dispatch(ctx context.Context, s *Session, req *Request) error {
 			if need := 2 * p.bytes; len(p.steps) > 0 && need > reserved {
 				if !s.lease.grow(need - reserved) {
 					s.log.Debug("reasoning cache", zap.String("reason", "replay_capacity"))
+					e.counters.replayCapacity.Add(1)
 					p = plan{}
 				} else {
 					reserved = need
@@ -179,6 +181,9 @@ func (e *Engine) dispatch(ctx context.Context, s *Session, req *Request) error {
 // poisonStart writes a start-poison marker for a request's position.
 func (e *Engine) poisonStart(ctx context.Context, sc ledger.Scope, start, reason string) error {
 	_, err := e.store.WriteMarkers(ctx, sc, []ledger.Marker{{Kind: ledger.MarkerStartPoison, Digest: start, Reason: reason}})
+	if err == nil {
+		e.counters.poisoned(reason, 1)
+	}
 	return err
 }
 

@@ -118,6 +118,7 @@ func (s *Session) DropReplay(ctx context.Context) ([]json.RawMessage, error) {
 	if _, err := e.store.WriteMarkers(ctx, s.scope, markers); err != nil {
 		return nil, fmt.Errorf("%w: drop replay: %w", ErrUnavailable, err)
 	}
+	e.counters.conflicts.Add(int64(len(markers)))
 	if err := e.store.ResolveIntent(ctx, s.intent); err != nil && !ledger.IsReason(err, ledger.ReasonIntentMissing) {
 		return nil, fmt.Errorf("%w: drop replay: %w", ErrUnavailable, err)
 	}
@@ -140,6 +141,7 @@ func (s *Session) DropReplay(ctx context.Context) ([]json.RawMessage, error) {
 	}
 	s.intent = id
 	s.log.Debug("reasoning cache", zap.String("reason", "replay_dropped"), zap.Int("records", len(markers)))
+	e.counters.replayResends.Add(1)
 	return s.input, nil
 }
 
@@ -185,6 +187,9 @@ func (s *Session) finish(ctx context.Context, poison string) {
 	var err error
 	if poison != "" {
 		err = s.e.store.PoisonIntent(ctx, id, poison)
+		if err == nil {
+			s.e.counters.poisoned("interrupted", 1)
+		}
 	} else {
 		err = s.e.store.ResolveIntent(ctx, id)
 	}

@@ -13,11 +13,15 @@ import (
 	"time"
 )
 
+// TestWatchdog: kicks keep a watchdog from firing for longer than its
+// timeout; left alone it fires once. The kicks come ten times as often as
+// the timeout, so that only a scheduler stall of most of a second on a
+// loaded machine could make the test fail.
 func TestWatchdog(t *testing.T) {
 	var fired atomic.Int32
-	wd := NewWatchdog(50*time.Millisecond, func() { fired.Add(1) })
-	for range 6 {
-		time.Sleep(20 * time.Millisecond)
+	wd := NewWatchdog(time.Second, func() { fired.Add(1) })
+	for range 15 { // 1.5 s of kicks, past the 1 s timeout
+		time.Sleep(100 * time.Millisecond)
 		wd.Kick()
 	}
 	if fired.Load() != 0 {
@@ -31,7 +35,7 @@ func TestWatchdog(t *testing.T) {
 		t.Fatalf("fired %d times, want 1", fired.Load())
 	}
 	wd.Kick()
-	time.Sleep(80 * time.Millisecond)
+	time.Sleep(1200 * time.Millisecond)
 	if fired.Load() != 1 {
 		t.Fatal("fired twice")
 	}

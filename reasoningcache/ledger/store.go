@@ -89,6 +89,12 @@ type Options struct {
 	// walUnbounded (soak comparison only) turns off the writer's WAL
 	// bound, as before the WAL was bounded.
 	walUnbounded bool
+
+	// ObserveBatch, when set, is called by the writer after each
+	// transaction with its number of operations, how long it took from
+	// BEGIN to the end of COMMIT (or ROLLBACK) and whether it committed.
+	// It runs on the writer goroutine: keep it cheap (a histogram update).
+	ObserveBatch func(ops int, took time.Duration, committed bool)
 }
 
 func (o *Options) setDefaults() {
@@ -187,6 +193,7 @@ type Store struct {
 	maintQuit   chan struct{}
 	maintDone   chan struct{}
 	walWanted   atomic.Bool // maintenance asks the writer to truncate the WAL
+	ops         opsState    // snapshots Close waits for
 }
 
 // dsn returns the connection string: every pooled connection gets WAL,
@@ -223,6 +230,9 @@ func Open(path string, opts Options) (*Store, error) {
 	abs = filepath.Clean(abs)
 	if strings.ContainsAny(abs, "?#") {
 		return nil, fmt.Errorf("ledger: open %s: the path must not contain '?' or '#'", abs)
+	}
+	if err := checkNotBlocked(abs); err != nil {
+		return nil, fmt.Errorf("ledger: open: %w", err)
 	}
 	if opts.Disabled {
 		ok, err := fileExists(abs)
@@ -354,6 +364,7 @@ func (s *Store) Close() error {
 		s.mu.Lock()
 		s.closed = true
 		s.mu.Unlock()
+		s.ops.bg.Wait() // a running snapshot finishes first
 		close(s.quit)
 		<-s.done
 		s.wstmts.close()

@@ -47,9 +47,9 @@ type storeStats struct {
 
 // Stats are counters of the writer since Open.
 type Stats struct {
-	Batches  int64 // transactions committed or attempted
-	Ops      int64 // operations applied (including failed ones)
-	MaxBatch int64 // largest batch seen
+	Batches  int64 `json:"batches"`    // transactions committed or attempted
+	Ops      int64 `json:"operations"` // operations applied (including failed ones)
+	MaxBatch int64 `json:"max_batch"`  // largest batch seen
 }
 
 // Stats returns the writer's counters.
@@ -140,7 +140,7 @@ func (s *Store) runBatch(batch []*request) {
 		s.stats.maxSize.Store(n)
 	}
 	s.life.lastWrite.Store(time.Now().UnixNano())
-	err := s.applyBatch(context.Background(), batch) // request contexts must not interrupt a shared transaction
+	err := s.apply(batch)
 	var be *beginError
 	switch {
 	case err == nil:
@@ -177,7 +177,7 @@ func (s *Store) runBatch(batch []*request) {
 func (s *Store) runAlone(r *request) {
 	s.stats.batches.Add(1)
 	one := []*request{r}
-	if err := s.applyBatch(context.Background(), one); err != nil {
+	if err := s.apply(one); err != nil {
 		s.rollback()
 		if r.err == nil {
 			r.err = err
@@ -220,7 +220,7 @@ func (s *Store) retrySafety(r *request) {
 	r.err, r.onCommit = nil, nil
 	s.stats.batches.Add(1)
 	one := []*request{r}
-	if err := s.applyBatch(context.Background(), one); err != nil {
+	if err := s.apply(one); err != nil {
 		s.rollback()
 		if r.err == nil {
 			r.err = err
@@ -257,6 +257,18 @@ type beginError struct{ err error }
 
 func (e *beginError) Error() string { return "ledger: begin batch: " + e.err.Error() }
 func (e *beginError) Unwrap() error { return e.err }
+
+// apply runs one transaction of operations and reports it to
+// Options.ObserveBatch. Request contexts must not interrupt a shared
+// transaction, so it runs under the background context.
+func (s *Store) apply(batch []*request) error {
+	began := time.Now()
+	err := s.applyBatch(context.Background(), batch)
+	if f := s.opts.ObserveBatch; f != nil {
+		f(len(batch), time.Since(began), err == nil)
+	}
+	return err
+}
 
 // applyBatch runs BEGIN, one savepoint per operation, and COMMIT. It
 // returns an error only when the whole batch failed.

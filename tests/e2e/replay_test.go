@@ -469,6 +469,12 @@ func TestReplayRetryWithoutReplay(t *testing.T) {
 	cv.turns = cv.turns[len(cv.turns)-1:] // only the newest turn can be replayed now
 	cv.expect = true
 	cv.say("four", true)
+	st := statusJSON(t, r)
+	for k, want := range map[string]float64{"cache.replay_rejections": 1, "cache.replay_resends": 1, "cache.conflicts": 2} {
+		if got := field(t, st, k); got != want {
+			t.Errorf("status %s = %v, want %v", k, got, want)
+		}
+	}
 }
 
 // TestReplayCapacityFallback: under a memory budget too small for any
@@ -496,6 +502,11 @@ func TestReplayCapacityFallback(t *testing.T) {
 	// the budget holds one session: the others went without the cache
 	if !strings.Contains(r.caddy.Logs(), `"reason":"capacity"`) {
 		t.Fatal("no request fell back for capacity")
+	}
+	st := statusJSON(t, r)
+	n := field(t, st, "cache.bypasses.capacity")
+	if n < 1 || field(t, st, "cache.capacity_fallbacks") < n || field(t, st, "cache.poisons_by_reason.capacity") != n {
+		t.Fatalf("status after capacity fallbacks: %v", st["cache"])
 	}
 }
 
