@@ -175,6 +175,14 @@ func (s *Store) runBatch(batch []*request) {
 
 // runAlone applies one operation in its own transaction.
 func (s *Store) runAlone(r *request) {
+	if !s.runOne(r) {
+		s.retrySafety(r)
+	}
+}
+
+// runOne applies one operation in its own transaction and reports whether
+// it committed; when it did not, r.err holds why.
+func (s *Store) runOne(r *request) bool {
 	s.stats.batches.Add(1)
 	one := []*request{r}
 	if err := s.apply(one); err != nil {
@@ -182,10 +190,10 @@ func (s *Store) runAlone(r *request) {
 		if r.err == nil {
 			r.err = err
 		}
-		s.retrySafety(r)
-		return
+		return false
 	}
 	s.committed(one)
+	return true
 }
 
 // safetyOps are the operations whose failure would leave the cache unable
@@ -218,20 +226,10 @@ func (s *Store) retrySafety(r *request) {
 		h(s)
 	}
 	r.err, r.onCommit = nil, nil
-	s.stats.batches.Add(1)
-	one := []*request{r}
-	if err := s.apply(one); err != nil {
-		s.rollback()
-		if r.err == nil {
-			r.err = err
-		}
-		if isCapacityError(r.err) {
-			s.latchGuard(r.err)
-			r.err = fmt.Errorf("%w: %w", ErrGuarded, r.err)
-		}
-		return
+	if !s.runOne(r) && isCapacityError(r.err) {
+		s.latchGuard(r.err)
+		r.err = fmt.Errorf("%w: %w", ErrGuarded, r.err)
 	}
-	s.committed(one)
 }
 
 // committed runs the cache upkeep of a committed batch's operations.
