@@ -124,7 +124,7 @@ func (rq *request) postChat(ctx context.Context, treq *translate.Request, cs *ca
 				continue
 			}
 		}
-		copyUpstreamHeaders(rq.w.Header(), resp.Header)
+		rq.h.copyUpstreamHeaders(rq.w.Header(), resp.Header)
 		rq.fail(e, "upstream_status_"+strconv.Itoa(e.Status))
 		return nil, false
 	}
@@ -138,7 +138,7 @@ func (rq *request) upstreamOK(ctx context.Context, resp *http.Response, idle *tr
 		return true
 	}
 	if e, ok := rq.upstreamError(ctx, resp, idle); ok {
-		copyUpstreamHeaders(rq.w.Header(), resp.Header)
+		rq.h.copyUpstreamHeaders(rq.w.Header(), resp.Header)
 		rq.fail(e, "upstream_status_"+strconv.Itoa(resp.StatusCode))
 	}
 	return false
@@ -154,7 +154,7 @@ func (rq *request) upstreamError(ctx context.Context, resp *http.Response, idle 
 	if !ok {
 		return nil, false
 	}
-	return transport.UpstreamError(resp.StatusCode, raw, rq.h.upstreamSecret()), true
+	return transport.UpstreamError(resp.StatusCode, raw, rq.h.secrets...), true
 }
 
 // readUpstreamBody reads a buffered upstream body under the response cap
@@ -177,10 +177,11 @@ func (rq *request) readUpstreamBody(ctx context.Context, resp *http.Response, id
 // writeJSON sends a complete JSON answer under the delivery deadline and
 // reports whether all of it was written.
 func (rq *request) writeJSON(upstreamHeader http.Header, body []byte) bool {
+	body = rq.h.scrubOut(body)
 	hdr := rq.w.Header()
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("Content-Length", strconv.Itoa(len(body)))
-	copyUpstreamHeaders(hdr, upstreamHeader)
+	rq.h.copyUpstreamHeaders(hdr, upstreamHeader)
 	rq.w.WriteHeader(http.StatusOK)
 	rq.wroteBody = true
 	ds := transport.NewDownstream(rq.w, time.Duration(rq.h.WriteTimeout))

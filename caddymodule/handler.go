@@ -135,9 +135,12 @@ type Handler struct {
 	logger     *zap.Logger
 	cache      *CacheApp
 
-	capture        *capture.Writer // nil when log_bodies is off
-	captureKey     string          // this handler's reference in captureWriters
-	captureSecrets []string        // values scrubbed from captured bodies
+	capture    *capture.Writer // nil when log_bodies is off
+	captureKey string          // this handler's reference in captureWriters
+	// secrets are the relay's own credentials (the upstream key and every
+	// relay token), scrubbed from everything that leaves the relay:
+	// answers, passed-through headers, logs and captures
+	secrets []string
 }
 
 // ModelAlias is the target of a model alias.
@@ -180,12 +183,14 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("reasoning_relay: api_key is required (it resolved to an empty value; is the environment variable set?)")
 	}
 	h.tokens = h.tokens[:0]
+	h.secrets = append(h.secrets[:0], apiKey)
 	for i, t := range h.RelayTokens {
 		t = strings.TrimSpace(repl.ReplaceAll(t, ""))
 		if t == "" {
 			return fmt.Errorf("reasoning_relay: relay token %d resolved to an empty value; is the environment variable set?", i+1)
 		}
 		h.tokens = append(h.tokens, sha256.Sum256([]byte(t)))
+		h.secrets = append(h.secrets, t)
 	}
 	if len(h.tokens) == 0 {
 		return fmt.Errorf("reasoning_relay: at least one relay_token is required")
@@ -362,10 +367,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	}
 	return nil
 }
-
-// upstreamSecret returns the resolved upstream credential, for scrubbing
-// it out of upstream error messages.
-func (h *Handler) upstreamSecret() string { return h.apiKey }
 
 // Interface guards
 var (

@@ -44,6 +44,7 @@ type request struct {
 // fail writes e as the response (nothing may have been written yet) and
 // logs reason.
 func (rq *request) fail(e *apierr.Error, reason string) {
+	e = rq.h.scrubError(e)
 	apierr.Write(rq.w, e)
 	rq.log(reason, e.HTTPStatus(), zap.String("error_type", e.Type), zap.String("error_code", e.Code))
 }
@@ -147,7 +148,7 @@ func (rq *request) upstreamFailure(ctx context.Context, err error) {
 		rq.log("client_gone", 499)
 	default:
 		rq.h.logger.Warn("upstream request failed", zap.String("request_id", rq.id),
-			zap.String("error", redact.Error(err, rq.h.upstreamSecret())))
+			zap.String("error", redact.Error(err, rq.h.secrets...)))
 		rq.fail(apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_unreachable",
 			"The relay could not reach the upstream."), "upstream_unreachable")
 	}
@@ -163,17 +164,4 @@ func (rq *request) upstreamHeaders() http.Header {
 	hdr.Set("X-Client-Request-Id", rq.id)
 	hdr.Set("User-Agent", "caddy-reasoning-relay")
 	return hdr
-}
-
-// copyUpstreamHeaders passes the upstream's request ID, rate-limit and
-// retry headers to the client: they help Cursor back off and help operators
-// correlate with OpenAI.
-func copyUpstreamHeaders(dst, src http.Header) {
-	for k, vs := range src {
-		lk := strings.ToLower(k)
-		if lk == "x-request-id" || lk == "retry-after" || lk == "openai-processing-ms" ||
-			strings.HasPrefix(lk, "x-ratelimit-") {
-			dst[k] = vs
-		}
-	}
 }

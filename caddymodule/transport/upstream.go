@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/redact"
 )
 
 // Upstream is a client of one Responses API base URL with one credential.
@@ -55,18 +57,19 @@ func NewUpstream(base, apiKey string) (*Upstream, error) {
 // ParseBaseURL validates an upstream base URL: absolute http(s), no user
 // info, query or fragment. A trailing slash is removed.
 func ParseBaseURL(base string) (*url.URL, error) {
+	// the URL is named in errors only redacted: it may carry a password
 	u, err := url.Parse(base)
 	if err != nil {
-		return nil, fmt.Errorf("upstream %q: %w", base, err)
+		return nil, fmt.Errorf("upstream %q: %s", redact.URL(base), redact.Error(err))
 	}
 	if u.Scheme != "https" && u.Scheme != "http" {
-		return nil, fmt.Errorf("upstream %q: scheme must be https or http", base)
+		return nil, fmt.Errorf("upstream %q: scheme must be https or http", redact.URL(base))
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("upstream %q: missing host", base)
+		return nil, fmt.Errorf("upstream %q: missing host", redact.URL(base))
 	}
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("upstream %q: must not carry credentials, a query or a fragment", base)
+		return nil, fmt.Errorf("upstream %q: must not carry credentials, a query or a fragment", redact.URL(base))
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
