@@ -39,12 +39,16 @@ type request struct {
 	engine    *reasoningcache.Engine // nil when the reasoning cache is off
 	cap       *capture.Request       // nil unless log_bodies is on
 	capUp     *capture.Body          // the upstream_response capture, when recording
+
+	// bodyRead is set once the client's body has been read to its end
+	bodyRead bool
 }
 
 // fail writes e as the response (nothing may have been written yet) and
 // logs reason.
 func (rq *request) fail(e *apierr.Error, reason string) {
 	e = rq.h.scrubError(e)
+	rq.closeIfBodyUnread()
 	apierr.Write(rq.w, e)
 	rq.log(reason, e.HTTPStatus(), zap.String("error_type", e.Type), zap.String("error_code", e.Code))
 }
@@ -104,6 +108,7 @@ func (rq *request) readBody() ([]byte, bool) {
 	idle := wd.Stop()
 	switch {
 	case err == nil:
+		rq.bodyRead = true
 		return body, true
 	case errors.Is(err, transport.ErrTooLarge):
 		rq.fail(tooLarge(h.MaxRequestBytes), "request_too_large")
