@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"bytes"
 	"context"
 	"mime"
 	"net/http"
@@ -41,6 +42,9 @@ func (rq *request) serveChat() {
 	if !ok {
 		return
 	}
+	// from here on only the translation is needed: a large client body
+	// can be collected while the request is relayed
+	treq.ReleaseClientBody()
 	// a session that is not delivered by the code below ends here: as an
 	// interruption once bytes reached the client, else as a release
 	defer func() { cs.end(false, rq.wroteBody, "not_delivered") }()
@@ -92,16 +96,18 @@ func (rq *request) serveChat() {
 func (rq *request) postChat(ctx context.Context, treq *translate.Request, cs *cacheSession, idle *transport.Watchdog) (*http.Response, bool) {
 	h := rq.h
 	for attempt := 1; ; attempt++ {
-		upBody, err := treq.Body()
+		parts, n, err := treq.BodyParts()
 		if err != nil {
 			rq.fail(apierr.New(http.StatusInternalServerError, apierr.TypeServer, "translation_failed",
 				"The relay could not encode the upstream request."), "translation_failed")
 			return nil, false
 		}
 		upHdr := rq.upstreamHeaders()
-		rq.captureUpstreamRequest(upBody, treq.Stream, upHdr)
+		if rq.cap != nil {
+			rq.captureUpstreamRequest(bytes.Join(parts, nil), treq.Stream, upHdr)
+		}
 		idle.Kick()
-		resp, err := h.upstream.Post(ctx, "responses", upBody, treq.Stream, upHdr)
+		resp, err := h.upstream.PostParts(ctx, "responses", parts, n, treq.Stream, upHdr)
 		if err != nil {
 			rq.captureUpstreamFailure()
 			rq.upstreamFailure(ctx, err)

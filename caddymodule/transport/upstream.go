@@ -1,9 +1,9 @@
 package transport
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -94,9 +94,27 @@ func (c *Upstream) Origin() string { return c.base.Scheme + "://" + c.base.Host 
 // extra headers (such as OpenAI-Beta) are added as given. The caller must
 // close the response body.
 func (c *Upstream) Post(ctx context.Context, path string, body []byte, stream bool, extra http.Header) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Endpoint(path), bytes.NewReader(body))
+	return c.PostParts(ctx, path, net.Buffers{body}, int64(len(body)), stream, extra)
+}
+
+// PostParts is Post for a body given as parts of n bytes in total, sent
+// in order without being joined (a large request is not copied once more).
+// The parts must not change until the response has been read.
+func (c *Upstream) PostParts(ctx context.Context, path string, parts net.Buffers, n int64, stream bool, extra http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Endpoint(path), nil)
 	if err != nil {
 		return nil, fmt.Errorf("building upstream request: %w", err)
+	}
+	// GetBody lets the transport resend the body when it retries on a new
+	// connection; each call reads the same parts afresh
+	req.GetBody = func() (io.ReadCloser, error) {
+		b := append(net.Buffers(nil), parts...)
+		return io.NopCloser(&b), nil
+	}
+	req.Body, _ = req.GetBody()
+	req.ContentLength = n
+	if n == 0 {
+		req.Body, req.GetBody = http.NoBody, nil
 	}
 	for k, vs := range extra {
 		for _, v := range vs {

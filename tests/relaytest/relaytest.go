@@ -305,6 +305,10 @@ func (c *Caddy) Reload(opts Options) error {
 	return nil
 }
 
+// PID returns the Caddy process's ID (for measuring it, e.g. its peak
+// memory in /proc/<pid>/status).
+func (c *Caddy) PID() int { return c.cmd.Process.Pid }
+
 // Validate runs `caddy validate` on the Caddyfile for opts (written next
 // to the instance's own, which it leaves alone) the way the instance runs:
 // in its directory, with its HOME and opts.Env. It returns the combined
