@@ -42,6 +42,8 @@ type request struct {
 
 	// bodyRead is set once the client's body has been read to its end
 	bodyRead bool
+	// held is the request's reservation of the handler's body budget
+	held int64
 }
 
 // fail writes e as the response (nothing may have been written yet) and
@@ -104,7 +106,17 @@ func (rq *request) readBody() ([]byte, bool) {
 		// a read deadline in the past makes the blocked read return
 		_ = rc.SetReadDeadline(time.Now())
 	})
-	body, err := transport.ReadAll(transport.ProgressReader{R: rq.r.Body, WD: wd}, h.MaxRequestBytes, rq.r.ContentLength)
+	src, fits := rq.budgetedBody(rq.r.Body)
+	var body []byte
+	err := errBudget
+	if fits {
+		body, err = transport.ReadAll(transport.ProgressReader{R: src, WD: wd}, h.MaxRequestBytes, rq.r.ContentLength)
+	}
+	if errors.Is(err, errBudget) {
+		if err = discardBody(transport.ProgressReader{R: rq.r.Body, WD: wd}, h.MaxRequestBytes); err == nil {
+			rq.bodyRead, err = true, errBudget
+		}
+	}
 	idle := wd.Stop()
 	switch {
 	case err == nil:
@@ -112,6 +124,8 @@ func (rq *request) readBody() ([]byte, bool) {
 		return body, true
 	case errors.Is(err, transport.ErrTooLarge):
 		rq.fail(tooLarge(h.MaxRequestBytes), "request_too_large")
+	case errors.Is(err, errBudget):
+		rq.failBusy()
 	case idle:
 		_ = rc.SetReadDeadline(time.Time{})
 		rq.fail(apierr.New(http.StatusRequestTimeout, apierr.TypeTimeout, "upload_timeout",

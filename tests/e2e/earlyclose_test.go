@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -96,5 +97,69 @@ func TestReadBodyTimeoutBoundsOnlyTheUpload(t *testing.T) {
 	}
 	if !strings.Contains(text, "read-body") {
 		t.Fatalf("answer %q", text)
+	}
+}
+
+// TestRequestBytesBudget: with max_request_bytes_in_flight, a body that
+// would take the bytes held at once past the budget gets 503 server_busy
+// with Retry-After at once, before it is read (known length) or as soon
+// as it would exceed it (chunked); a body that fits is served, and the
+// budget is given back when a request ends.
+func TestRequestBytesBudget(t *testing.T) {
+	r := startRelay(t, "max_request_bytes_in_flight 300KiB")
+	big := func(tag string) []byte {
+		return []byte(`{"model":"cursor-fast","stream":true,"messages":[{"role":"user","content":"` + tag + " " + strings.Repeat("y", 200<<10) + `"}]}`)
+	}
+	post := func(body []byte, chunked bool) *http.Response {
+		t.Helper()
+		var rd io.Reader = bytes.NewReader(body)
+		if chunked {
+			rd = io.MultiReader(rd) // hides the length: sent chunked
+		}
+		req, _ := http.NewRequestWithContext(ctx(t), http.MethodPost, r.caddy.BaseURL+"/v1/chat/completions", rd)
+		req.Header.Set("Authorization", "Bearer "+relayToken)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	// A holds 200 KiB while its answer streams slowly
+	a := post(big("budget-a [[slow:100ms]]"), false)
+	defer a.Body.Close()
+	if a.StatusCode != http.StatusOK {
+		t.Fatalf("A: %d", a.StatusCode)
+	}
+	for _, chunked := range []bool{false, true} {
+		b := post(big("budget-b"), chunked)
+		raw, _ := io.ReadAll(b.Body)
+		b.Body.Close()
+		if b.StatusCode != http.StatusServiceUnavailable || b.Header.Get("Retry-After") == "" || !strings.Contains(string(raw), `"code":"server_busy"`) {
+			t.Fatalf("B (chunked %v) past the budget: %d %v %s", chunked, b.StatusCode, b.Header, raw)
+		}
+	}
+	small := post([]byte(`{"model":"cursor-fast","messages":[{"role":"user","content":"budget-small"}]}`), false)
+	small.Body.Close()
+	if small.StatusCode != http.StatusOK {
+		t.Fatalf("a small body within the budget: %d", small.StatusCode)
+	}
+	if _, err := io.ReadAll(a.Body); err != nil {
+		t.Fatal(err)
+	}
+	a.Body.Close()
+	// A has ended: its bytes are given back (the relay releases them
+	// right after the answer, so retry briefly as a client would)
+	for i := 0; ; i++ {
+		b := post(big("budget-b-again"), true)
+		io.Copy(io.Discard, b.Body)
+		b.Body.Close()
+		if b.StatusCode == http.StatusOK {
+			break
+		}
+		if i == 50 {
+			t.Fatalf("after A ended: %d", b.StatusCode)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
