@@ -109,11 +109,12 @@ func CheckHeaders(h http.Header) error {
 }
 
 // URL returns raw with its user information, fragment, the values of
-// sensitive query parameters and every query value that holds one of the
-// given secrets or a credential-shaped token replaced by Marker; the
-// secrets and credential-shaped tokens are also replaced wherever else
-// they appear (path, host). A string that does not parse as a URL is
-// replaced by Marker entirely: it cannot be proven harmless.
+// sensitive query parameters and every query name or value that holds one
+// of the given secrets or a credential-shaped token replaced by Marker,
+// and those secrets and tokens replaced in the path. A string that does
+// not parse as a URL, or that still holds a secret or token elsewhere (in
+// the host, say), is replaced by Marker entirely: it cannot be proven
+// harmless.
 func URL(raw string, secrets ...string) string {
 	if raw == "" {
 		return ""
@@ -134,12 +135,16 @@ func URL(raw string, secrets ...string) string {
 	if p := Text(u.Path, secrets...); p != u.Path {
 		u.Path, u.RawPath = p, ""
 	}
-	// the escaped spelling of what is left (host, opaque part)
-	return Text(u.String(), secrets...)
+	out := u.String()
+	if Text(out, secrets...) != out {
+		return Marker
+	}
+	return out
 }
 
 // redactQuery rewrites a raw query keeping the order and spelling of every
-// parameter and replacing sensitive values and values that hold a secret.
+// parameter and replacing sensitive values and names and values that hold
+// a secret.
 func redactQuery(raw string, secrets []string) string {
 	parts := strings.Split(raw, "&")
 	for i, p := range parts {
@@ -148,6 +153,13 @@ func redactQuery(raw string, secrets []string) string {
 		if err != nil {
 			// an undecodable name cannot be classified: hide its value
 			dn = "key"
+		}
+		if Text(dn, secrets...) != dn {
+			name, dn = url.QueryEscape(Marker), Marker
+			parts[i] = name
+			if hasValue {
+				parts[i] += "=" + value
+			}
 		}
 		if SensitiveQueryName(dn) && (hasValue || name != "") && p != "" {
 			parts[i] = name + "=" + url.QueryEscape(Marker)
