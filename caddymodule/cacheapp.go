@@ -74,10 +74,10 @@ type CacheApp struct {
 	// Enabled turns the cache on. When false and the database does not
 	// exist, nothing is created and requests are relayed without the cache.
 	// When false and the database exists, Caddy still takes ownership of
-	// it when the app starts, recovers what an earlier process left unfinished and records a
-	// coverage gap; the next time the cache is enabled, everything cached
-	// before the gap stops being replayed (payloads are kept). Default:
-	// false.
+	// it when the app starts, recovers what an earlier process left
+	// unfinished and records a coverage gap; the next time the cache is
+	// enabled, everything cached before the gap stops being replayed
+	// (payloads are kept). Default: false.
 	Enabled bool `json:"enabled,omitempty"`
 
 	// MemoryBudget bounds the memory the cache may use for preparing,
