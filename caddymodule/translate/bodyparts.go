@@ -45,9 +45,10 @@ func (r *Request) BodyParts() (net.Buffers, int64, error) {
 
 // ReleaseClientBody lets the client's body be collected once the reasoning
 // cache has identified the request: it drops History (which references
-// the body) and, for a Chat body, whose input items are new bytes, copies
-// the field values, which may reference it. A Responses-shaped body is
-// kept: its input items are the body's own bytes.
+// the body) and, for a Chat body, copies the field values, which may
+// reference it. What remains references the body only where the body is
+// what is sent: the input items of a Responses-shaped body, and large
+// plain text messages of a Chat body (forwarded as they are).
 func (r *Request) ReleaseClientBody() {
 	r.History = nil
 	if r.Shape != ShapeChat {

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -40,5 +41,24 @@ func TestBodyPartsEqualsBody(t *testing.T) {
 		if treq.History != nil {
 			t.Fatal("history kept")
 		}
+	}
+}
+
+// TestLargePlainMessageIsNotCopied: a large {"role","content":"…"} message
+// is already a Responses input message and is sent as the client's bytes.
+func TestLargePlainMessageIsNotCopied(t *testing.T) {
+	msg := `{"role":"user","content":"` + strings.Repeat("x", easyInputMin) + `"}`
+	body := []byte(`{"model":"m","messages":[{"role":"system","content":"s"},` + msg + `]}`)
+	treq, aerr := Translate(body, &Config{})
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	if len(treq.Input) != 2 || string(treq.Input[1]) != msg || string(treq.Input[0]) != `{"type":"message","role":"system","content":"s"}` {
+		t.Fatalf("input %.80q", treq.Input)
+	}
+	treq.ReleaseClientBody()
+	body[bytes.Index(body, []byte("xxxx"))] = 'y'
+	if !bytes.Contains(treq.Input[1], []byte(`"content":"yxxx`)) {
+		t.Fatal("the large message was copied")
 	}
 }

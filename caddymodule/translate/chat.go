@@ -218,7 +218,13 @@ type chatMessage struct {
 	FunctionCall json.RawMessage
 	// Unknown is the first member that is not a Chat message field.
 	Unknown string
+	// Members counts the message's members.
+	Members int
 }
+
+// easyInputMin is the size from which a plain text message is forwarded
+// as the client sent it instead of being rewritten as a typed item.
+const easyInputMin = 64 << 10
 
 func (t *chatTranslator) messages(raw json.RawMessage) *apierr.Error {
 	if isNull(raw) {
@@ -254,6 +260,13 @@ func (t *chatTranslator) messages(raw json.RawMessage) *apierr.Error {
 		var aerr *apierr.Error
 		switch role {
 		case "system", "developer", "user":
+			if cm.Members == 2 && isString(cm.Content) && len(cm.Content) >= easyInputMin {
+				// {"role":…,"content":"…"} is already a Responses input
+				// message (EasyInputMessage): a large one is sent as the
+				// client's own bytes rather than copied
+				req.Input = append(req.Input, m)
+				break
+			}
 			aerr = t.inputMessage(l, role, cm.Content)
 		case "assistant":
 			aerr = t.assistant(l, &cm)
@@ -315,6 +328,7 @@ func parseParts(l loc, content json.RawMessage) ([]json.RawMessage, *apierr.Erro
 func decodeMessage(raw json.RawMessage) chatMessage {
 	var cm chatMessage
 	members(raw, func(k []byte, v json.RawMessage) {
+		cm.Members++
 		switch string(k) {
 		case "role":
 			cm.Role = v

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/openai/openai-go/v3"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/tests/relaytest"
 )
@@ -38,7 +41,8 @@ func procStatusKB(t *testing.T, pid int, field string) int64 {
 //
 // RELAY_BIGBODY_MB (default 60) and RELAY_BIGBODY_N (default 5) set the
 // body size and how many are sent at once, RELAY_BIGBODY_BUDGET an
-// optional max_request_bytes_in_flight. It sends N concurrent Chat bodies
+// optional max_request_bytes_in_flight, RELAY_BIGBODY_PARTS=1 the
+// content-part form of the message. It sends N concurrent Chat bodies
 // of one large user message (the reasoning cache on, as in
 // caddyfile.example) to an upstream that reads and discards them, and
 // prints Caddy's peak RSS (VmHWM) against the request bytes in flight.
@@ -82,14 +86,20 @@ func TestLargeBodiesMemory(t *testing.T) {
 	})
 	base := procStatusKB(t, c.PID(), "VmRSS")
 
-	// one large user message: mostly plain text, some escapes
+	// one large user message: mostly plain text, some escapes; with
+	// RELAY_BIGBODY_PARTS=1 as a text content part, which the relay
+	// rewrites (a plain text message is forwarded as it is)
 	var body bytes.Buffer
-	body.WriteString(`{"model":"gpt-5.2","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"`)
+	open, end := `"content":"`, `"}]}`
+	if os.Getenv("RELAY_BIGBODY_PARTS") != "" {
+		open, end = `"content":[{"type":"text","text":"`, `"}]}]}`
+	}
+	body.WriteString(`{"model":"gpt-5.2","messages":[{"role":"system","content":"be brief"},{"role":"user",` + open)
 	line := strings.Repeat("the quick brown fox jumps over the lazy dog ", 20) + `\n\"quoted\"\t`
 	for body.Len() < mb<<20 {
 		body.WriteString(line)
 	}
-	body.WriteString(`"}]}`)
+	body.WriteString(end)
 	payload := body.Bytes()
 
 	statuses := make([]int, n)
@@ -118,4 +128,29 @@ func TestLargeBodiesMemory(t *testing.T) {
 	fmt.Printf("figures: large bodies: %d x %.1f MiB (%d MiB in flight), statuses %v, upstream received %d MiB; Caddy RSS before %d MiB, peak %d MiB = %.2fx the bytes in flight (%.2fx after the base)\n",
 		n, float64(len(payload))/(1<<20), inFlight>>10, statuses, upstreamBytes>>20, base>>10, peak>>10,
 		float64(peak)/float64(inFlight), float64(peak-base)/float64(inFlight))
+}
+
+// TestLargePlainMessage: a large plain text message, which the relay
+// forwards as the client's own bytes (a Responses input message without
+// "type"), is accepted by the strict fake upstream and answered.
+func TestLargePlainMessage(t *testing.T) {
+	r := sharedRelayFor(t)
+	text := "large-plain " + strings.Repeat("lorem ipsum ", 10<<10)
+	got, err := run(t, r.client(relayToken), openai.ChatCompletionNewParams{
+		Model: "cursor-fast", Messages: []openai.ChatCompletionMessageParamUnion{userMsg(text)},
+	}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got, "echo: large-plain lorem ipsum") {
+		t.Fatalf("answer %.60q", got)
+	}
+	var item map[string]any
+	var body struct{ Input []json.RawMessage }
+	if err := json.Unmarshal(r.upstreamRequest(t, "large-plain").Body, &body); err != nil || len(body.Input) != 1 {
+		t.Fatalf("upstream input: %v", err)
+	}
+	if err := json.Unmarshal(body.Input[0], &item); err != nil || item["content"] != text || item["role"] != "user" {
+		t.Fatalf("upstream item: %v", err)
+	}
 }
