@@ -14,15 +14,41 @@ import (
 // When nothing is replaced, b itself is returned.
 func Secrets(b []byte, secrets ...string) ([]byte, int) {
 	n := 0
-	for _, s := range secrets {
-		if len(s) < MinSecretLen || !bytes.Contains(b, []byte(s)) {
-			continue
+	// A replacement can form a secret again with the Marker's brackets
+	// or letters (secret "]0000000" in "]00000000000000"), so passes
+	// repeat while one is left; if one still is after maxPasses, the
+	// whole text goes.
+	for pass := 0; pass <= maxPasses; pass++ {
+		found := false
+		for _, s := range secrets {
+			if !scrubbable(s, pass) || !bytes.Contains(b, []byte(s)) {
+				continue
+			}
+			found = true
+			n += bytes.Count(b, []byte(s))
+			b = bytes.ReplaceAll(b, []byte(s), []byte(Marker))
 		}
-		n += bytes.Count(b, []byte(s))
-		b = bytes.ReplaceAll(b, []byte(s), []byte(Marker))
+		if !found {
+			return b, n
+		}
+	}
+	for _, s := range secrets {
+		if scrubbable(s, 1) && bytes.Contains(b, []byte(s)) {
+			return []byte(Marker), n + 1
+		}
 	}
 	return b, n
 }
+
+// scrubbable reports whether Secrets replaces s in a pass: s must be
+// MinSecretLen long, and after the first pass a secret that the Marker
+// itself contains is only found inside the Markers.
+func scrubbable(s string, pass int) bool {
+	return len(s) >= MinSecretLen && (pass == 0 || !strings.Contains(Marker, s))
+}
+
+// maxPasses bounds Secrets' passes over one text.
+const maxPasses = 8
 
 // SecretsText is Secrets for a string.
 func SecretsText(s string, secrets ...string) string {
