@@ -49,6 +49,11 @@ func TestCaddyfileExampleAdapts(t *testing.T) {
 			t.Errorf("adapted config lacks %s:\n%s", want, s)
 		}
 	}
+	// the default site answers every host on its port: `curl
+	// 127.0.0.1:8080` reaches the relay as well as `curl localhost:8080`
+	if strings.Contains(s, `"host":[`) {
+		t.Errorf("the example's default site only answers some host names:\n%s", s)
+	}
 }
 
 // TestDirectiveOrder: without an order line the relay runs before

@@ -45,6 +45,10 @@ var (
 	// reopenWait bounds how long opening a database waits for the same
 	// database's previous store to finish closing.
 	reopenWait = 10 * time.Second
+	// startWait bounds how long a request that arrives before the app has
+	// started (Caddy starts apps in no fixed order) waits for the ledger
+	// before it is relayed without the cache.
+	startWait = 5 * time.Second
 )
 
 // CacheApp is the reasoning_cache app: it owns the reasoning cache's
@@ -52,7 +56,8 @@ var (
 // time. The open ledger is shared across configuration reloads: a `caddy
 // reload` hands it to the new configuration instead of reopening it, and
 // requests still streaming under the old configuration keep it open until
-// they end.
+// they end. The ledger is opened when the app starts, never while it is
+// provisioned, so `caddy validate` has no effect on it.
 //
 // Handlers reach it with ctx.App("reasoning_cache") and pin the ledger
 // for each request with Acquire.
@@ -66,10 +71,10 @@ type CacheApp struct {
 	// Enabled turns the cache on. When false and the database does not
 	// exist, nothing is created and requests are relayed without the cache.
 	// When false and the database exists, Caddy still takes ownership of
-	// it, recovers what an earlier process left unfinished and records a
-	// coverage gap; the next time the cache is enabled, everything cached
-	// before the gap stops being replayed (payloads are kept). Default:
-	// false.
+	// it when the app starts, recovers what an earlier process left
+	// unfinished and records a coverage gap; the next time the cache is
+	// enabled, everything cached before the gap stops being replayed
+	// (payloads are kept). Default: false.
 	Enabled bool `json:"enabled,omitempty"`
 
 	// MemoryBudget bounds the memory the cache may use for preparing,
@@ -144,7 +149,8 @@ type CacheApp struct {
 	ctx    caddy.Context
 	logger *zap.Logger
 	key    string                 // cleaned absolute database path; the pool key
-	holder *storeHolder           // nil when disabled without a database; set only in Provision
+	ready  chan struct{}          // closed when Start has finished; holder and engine are read only after it
+	holder *storeHolder           // nil when disabled without a database; set only in Start
 	engine *reasoningcache.Engine // nil unless enabled
 	unref  *sync.Once             // drops this configuration's pool reference once
 	// stopping is set by Stop: the configuration is draining (Healthy).
@@ -159,8 +165,9 @@ func (CacheApp) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision opens the ledger, or takes over the one the previous
-// configuration opened for the same path.
+// Provision checks the configuration. It opens nothing: `caddy validate`
+// provisions without starting, and must neither create, lock, recover nor
+// gap-mark the ledger (nor fail because the running Caddy owns it).
 func (a *CacheApp) Provision(ctx caddy.Context) error {
 	a.ctx = ctx
 	a.logger = ctx.Logger()
@@ -168,6 +175,7 @@ func (a *CacheApp) Provision(ctx caddy.Context) error {
 	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
+	a.ready = make(chan struct{})
 	if a.Database == "" {
 		a.Database = DefaultCacheDatabase
 	}
@@ -179,7 +187,39 @@ func (a *CacheApp) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("database path %q: %w", a.Database, err)
 	}
 	a.key = filepath.Clean(abs)
+	if err := a.engineConfig().Check(); err != nil {
+		return fmt.Errorf("reasoning_cache: %w", err)
+	}
+	return nil
+}
 
+// Start opens the ledger (openStore), applies this configuration's enabled
+// setting to it (disabling records a coverage gap; enabling consumes it)
+// and starts the background checkpoint loop.
+func (a *CacheApp) Start() error {
+	defer close(a.ready)
+	if err := a.openStore(); err != nil {
+		return err
+	}
+	setActive(a)
+	if a.holder == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, 30*time.Second)
+	defer cancel()
+	if err := a.holder.store.SetEnabled(ctx, a.Enabled); err != nil {
+		return fmt.Errorf("reasoning_cache: set enabled=%v on %s: %w", a.Enabled, a.key, err)
+	}
+	go a.checkpointLoop(a.holder.store)
+	return nil
+}
+
+// openStore opens the ledger, or takes over the one an earlier
+// configuration opened for the same path (a reload: the pool still holds
+// it, so it is not reopened), and builds this configuration's engine over
+// it. It is the one place where the app opens its store. Disabled without
+// a database it opens nothing and leaves holder nil.
+func (a *CacheApp) openStore() error {
 	cfg := a.engineConfig()
 	opts := a.ledgerOptions(reasoningcache.HotCacheBytes(cfg.MemoryBudget))
 	val, loaded, err := ledgers.LoadOrNew(a.key, func() (caddy.Destructor, error) {
@@ -196,7 +236,7 @@ func (a *CacheApp) Provision(ctx caddy.Context) error {
 		return nil
 	}
 	if err != nil {
-		return err // Caddy prefixes "provision reasoning_cache"
+		return fmt.Errorf("reasoning_cache: %w", err)
 	}
 	a.holder = val.(*storeHolder)
 	a.unref = new(sync.Once)
@@ -214,21 +254,25 @@ func (a *CacheApp) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// Start applies this configuration's enabled setting to a store taken
-// over from the previous configuration (disabling records a coverage gap;
-// enabling consumes it) and starts the background checkpoint loop.
-func (a *CacheApp) Start() error {
-	setActive(a)
-	if a.holder == nil {
-		return nil
+// started waits (at most startWait) until Start has finished and reports
+// whether it has; holder and engine may be read only when it has.
+func (a *CacheApp) started() bool {
+	if a.ready == nil {
+		return false
 	}
-	ctx, cancel := context.WithTimeout(a.ctx, 30*time.Second)
-	defer cancel()
-	if err := a.holder.store.SetEnabled(ctx, a.Enabled); err != nil {
-		return fmt.Errorf("reasoning_cache: set enabled=%v on %s: %w", a.Enabled, a.key, err)
+	select {
+	case <-a.ready:
+		return true
+	default:
 	}
-	go a.checkpointLoop(a.holder.store)
-	return nil
+	t := time.NewTimer(startWait)
+	defer t.Stop()
+	select {
+	case <-a.ready:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // Stop marks this configuration as draining, so that its health route
@@ -268,11 +312,10 @@ func (a *CacheApp) Cleanup() error {
 // database, and ledger.ErrClosed if the ledger has already been closed;
 // in both cases the request should be relayed without the cache.
 func (a *CacheApp) Acquire() (*ledger.Store, func(), error) {
-	h := a.holder
-	if h == nil || !a.Enabled {
+	if !a.Enabled || !a.started() || a.holder == nil {
 		return nil, func() {}, ErrCacheDisabled
 	}
-	return h.acquire()
+	return a.holder.acquire()
 }
 
 // DatabasePath returns the cleaned absolute path of the ledger database.
@@ -320,7 +363,7 @@ func (a *CacheApp) engineConfig() reasoningcache.Config {
 // AcquireEngine pins the ledger for one request and returns the cache
 // engine, or ErrCacheDisabled. Call release when the request ends.
 func (a *CacheApp) AcquireEngine() (*reasoningcache.Engine, func(), error) {
-	if a.engine == nil {
+	if !a.Enabled || !a.started() || a.engine == nil {
 		return nil, func() {}, ErrCacheDisabled
 	}
 	_, release, err := a.holder.acquire()

@@ -393,3 +393,79 @@ func TestCacheAppGuardedStartRelaysUncached(t *testing.T) {
 	}
 	release()
 }
+
+// dirBytes returns the contents of every file in dir.
+func dirBytes(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = string(b)
+	}
+	return out
+}
+
+// TestCacheAppValidateOpensNothing: caddy.Validate (what `caddy validate`
+// runs: provisioning without starting) neither creates a fresh ledger nor
+// touches an existing idle one (no coverage gap when disabled, no
+// generation change when enabled), yet still refuses a bad configuration.
+func TestCacheAppValidateOpensNothing(t *testing.T) {
+	dir := t.TempDir()
+	fresh := filepath.Join(dir, "fresh", "c.sqlite")
+	if err := caddy.Validate(mustConfig(t, cacheConfig(t, fresh, true, "ERROR"))); err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	if _, err := os.Stat(filepath.Dir(fresh)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("validate created %s", filepath.Dir(fresh))
+	}
+
+	db := filepath.Join(dir, "idle", "c.sqlite")
+	st, err := ledger.Open(db, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeMarker(t, st, "before validate")
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := dirBytes(t, filepath.Dir(db))
+	for _, enabled := range []bool{false, true} {
+		if err := caddy.Validate(mustConfig(t, cacheConfig(t, db, enabled, "ERROR"))); err != nil {
+			t.Fatalf("validate enabled=%v: %v", enabled, err)
+		}
+		after := dirBytes(t, filepath.Dir(db))
+		if len(after) != len(before) {
+			t.Fatalf("validate enabled=%v: files %d -> %d", enabled, len(before), len(after))
+		}
+		for name, b := range before {
+			if after[name] != b {
+				t.Fatalf("validate enabled=%v changed %s", enabled, name)
+			}
+		}
+	}
+
+	var bad map[string]any
+	_ = json.Unmarshal(cacheConfig(t, db, true, "ERROR"), &bad)
+	bad["apps"].(map[string]any)["reasoning_cache"].(map[string]any)["memory_budget"] = 1024
+	raw, _ := json.Marshal(bad)
+	if err := caddy.Validate(mustConfig(t, raw)); err == nil || !strings.Contains(err.Error(), "memory_budget") {
+		t.Fatalf("validate of a too small memory_budget: %v", err)
+	}
+}
+
+// mustConfig decodes a Caddy JSON config.
+func mustConfig(t *testing.T, raw []byte) *caddy.Config {
+	t.Helper()
+	var cfg caddy.Config
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	return &cfg
+}

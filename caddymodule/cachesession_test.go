@@ -34,7 +34,13 @@ func TestCacheUnavailableIs503(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Cleanup()
-	if h.cache == nil || h.cache.engine == nil {
+	if h.cache == nil {
+		t.Fatal("no reasoning_cache app")
+	}
+	if err := h.cache.Start(); err != nil { // caddy.ProvisionContext does not start apps
+		t.Fatal(err)
+	}
+	if h.cache.engine == nil {
 		t.Fatal("the cache engine is not running")
 	}
 	post := func() *httptest.ResponseRecorder {

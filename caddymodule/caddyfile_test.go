@@ -23,6 +23,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		max_request_bytes   1MiB
 		max_response_bytes  2MB
 		max_sse_event_bytes 512KiB
+		max_request_bytes_in_flight 3MiB
 		idle_timeout        2m
 		delivery_timeout    5s
 		write_timeout       10s
@@ -44,7 +45,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 	if a := h.ModelAliases["plain"]; !a.NoReasoning || a.Model != "gpt-4.1" {
 		t.Fatalf("alias plain: %+v", a)
 	}
-	if h.MaxRequestBytes != 1<<20 || h.MaxResponseBytes != 2_000_000 || h.MaxSSEEventBytes != 512<<10 {
+	if h.MaxRequestBytes != 1<<20 || h.MaxResponseBytes != 2_000_000 || h.MaxSSEEventBytes != 512<<10 || h.MaxRequestBytesInFlight != 3<<20 {
 		t.Fatalf("sizes: %d %d %d", h.MaxRequestBytes, h.MaxResponseBytes, h.MaxSSEEventBytes)
 	}
 	if time.Duration(h.IdleTimeout) != 2*time.Minute || time.Duration(h.DeliveryTimeout) != 5*time.Second ||
@@ -146,6 +147,7 @@ func TestProvisionAndValidate(t *testing.T) {
 		"alias no model": {APIKey: "k", RelayTokens: []string{"t"}, ModelAliases: map[string]ModelAlias{"a": {}}},
 		"default effort": {APIKey: "k", RelayTokens: []string{"t"}, DefaultEffort: "lots"},
 		"negative size":  {APIKey: "k", RelayTokens: []string{"t"}, MaxRequestBytes: -1},
+		"budget < max":   {APIKey: "k", RelayTokens: []string{"t"}, MaxRequestBytes: 2 << 20, MaxRequestBytesInFlight: 1 << 20},
 	} {
 		if err := bad.Provision(ctx); err != nil {
 			t.Fatalf("%s: %v", name, err)

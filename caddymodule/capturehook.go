@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -59,14 +58,6 @@ func (h *Handler) provisionCapture(ctx caddy.Context) error {
 		logger.Warn("body capture stays disabled: a write to the capture directory is still blocked",
 			zap.String("capture_dir", abs))
 	}
-	// bodies are scrubbed of the relay's own credentials wherever they
-	// appear, besides the credential-shaped tokens redact finds by itself
-	h.captureSecrets = append(h.captureSecrets[:0], h.apiKey)
-	for _, t := range h.RelayTokens {
-		if t = strings.TrimSpace(caddy.NewReplacer().ReplaceAll(t, "")); t != "" {
-			h.captureSecrets = append(h.captureSecrets, t)
-		}
-	}
 	return nil
 }
 
@@ -82,7 +73,7 @@ func (h *Handler) cleanupCapture() {
 // client response is teed through a wrapping ResponseWriter. Call it
 // before anything is written, and defer rq.cap.Finish().
 func (rq *request) beginCapture() {
-	rq.cap = rq.h.capture.Begin(rq.id, 1, rq.h.captureSecrets)
+	rq.cap = rq.h.capture.Begin(rq.id, 1, rq.h.secrets)
 	if rq.cap != nil {
 		rq.w = &captureResponseWriter{ResponseWriter: rq.w, cap: rq.cap}
 	}

@@ -59,8 +59,8 @@ func TestCaptureWriterShared(t *testing.T) {
 	if n, _ := captureWriters.References(a.captureKey); n != 2 {
 		t.Fatalf("%d references", n)
 	}
-	if len(a.captureSecrets) != 2 || a.captureSecrets[1] != "relay-token-abcdef" {
-		t.Fatalf("secrets %v", a.captureSecrets)
+	if len(a.secrets) != 2 || a.secrets[1] != "relay-token-abcdef" {
+		t.Fatalf("secrets %v", a.secrets)
 	}
 	off := newHandler("")
 	if off.capture != nil {

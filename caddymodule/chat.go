@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"bytes"
 	"context"
 	"mime"
 	"net/http"
@@ -41,6 +42,9 @@ func (rq *request) serveChat() {
 	if !ok {
 		return
 	}
+	// from here on only the translation is needed: a large client body
+	// can be collected while the request is relayed
+	treq.ReleaseClientBody()
 	// a session that is not delivered by the code below ends here: as an
 	// interruption once bytes reached the client, else as a release
 	defer func() { cs.end(false, rq.wroteBody, "not_delivered") }()
@@ -94,16 +98,18 @@ func (rq *request) serveChat() {
 func (rq *request) postChat(ctx context.Context, treq *translate.Request, cs *cacheSession, idle *transport.Watchdog) (*http.Response, bool) {
 	h := rq.h
 	for attempt := 1; ; attempt++ {
-		upBody, err := treq.Body()
+		parts, n, err := treq.BodyParts()
 		if err != nil {
 			rq.fail(apierr.New(http.StatusInternalServerError, apierr.TypeServer, "translation_failed",
 				"The relay could not encode the upstream request."), "translation_failed")
 			return nil, false
 		}
 		upHdr := rq.upstreamHeaders()
-		rq.captureUpstreamRequest(upBody, treq.Stream, upHdr)
+		if rq.cap != nil {
+			rq.captureUpstreamRequest(bytes.Join(parts, nil), treq.Stream, upHdr)
+		}
 		idle.Kick()
-		resp, err := h.upstream.Post(ctx, "responses", upBody, treq.Stream, upHdr)
+		resp, err := h.upstream.PostParts(ctx, "responses", parts, n, treq.Stream, upHdr)
 		if err != nil {
 			rq.captureUpstreamFailure()
 			rq.upstreamFailure(ctx, err)
@@ -130,7 +136,7 @@ func (rq *request) postChat(ctx context.Context, treq *translate.Request, cs *ca
 				continue
 			}
 		}
-		copyUpstreamHeaders(rq.w.Header(), resp.Header)
+		rq.h.copyUpstreamHeaders(rq.w.Header(), resp.Header)
 		rq.fail(e, "upstream_status_"+strconv.Itoa(e.Status))
 		return nil, false
 	}
@@ -144,7 +150,7 @@ func (rq *request) upstreamOK(ctx context.Context, resp *http.Response, idle *tr
 		return true
 	}
 	if e, ok := rq.upstreamError(ctx, resp, idle); ok {
-		copyUpstreamHeaders(rq.w.Header(), resp.Header)
+		rq.h.copyUpstreamHeaders(rq.w.Header(), resp.Header)
 		rq.fail(e, "upstream_status_"+strconv.Itoa(resp.StatusCode))
 	}
 	return false
@@ -160,7 +166,7 @@ func (rq *request) upstreamError(ctx context.Context, resp *http.Response, idle 
 	if !ok {
 		return nil, false
 	}
-	return transport.UpstreamError(resp.StatusCode, raw, rq.h.upstreamSecret()), true
+	return transport.UpstreamError(resp.StatusCode, raw, rq.h.secrets...), true
 }
 
 // readUpstreamBody reads a buffered upstream body under the response cap
@@ -183,10 +189,11 @@ func (rq *request) readUpstreamBody(ctx context.Context, resp *http.Response, id
 // writeJSON sends a complete JSON answer under the delivery deadline and
 // reports whether all of it was written.
 func (rq *request) writeJSON(upstreamHeader http.Header, body []byte) bool {
+	body = rq.h.scrubOut(body)
 	hdr := rq.w.Header()
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("Content-Length", strconv.Itoa(len(body)))
-	copyUpstreamHeaders(hdr, upstreamHeader)
+	rq.h.copyUpstreamHeaders(hdr, upstreamHeader)
 	rq.w.WriteHeader(http.StatusOK)
 	rq.wroteBody = true
 	ds := transport.NewDownstream(rq.w, time.Duration(rq.h.WriteTimeout))

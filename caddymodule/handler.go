@@ -90,6 +90,15 @@ type Handler struct {
 	// Default: 64 MiB.
 	MaxRequestBytes int64 `json:"max_request_bytes,omitempty"`
 
+	// MaxRequestBytesInFlight is the budget of client body bytes this
+	// handler holds at once, across requests. A body counts from the
+	// start of its upload (its whole Content-Length at once) until its
+	// request ends; a request that would exceed the budget gets 503
+	// server_busy with Retry-After at once, before its body is read. The
+	// relay's memory for large bodies peaks at about twice this. At least
+	// max_request_bytes. Default: 256 MiB (or max_request_bytes if larger).
+	MaxRequestBytesInFlight int64 `json:"max_request_bytes_in_flight,omitempty"`
+
 	// MaxResponseBytes caps a buffered upstream JSON answer or error body.
 	// Default: 64 MiB.
 	MaxResponseBytes int64 `json:"max_response_bytes,omitempty"`
@@ -133,12 +142,16 @@ type Handler struct {
 	tokens     [][sha256.Size]byte
 	translator translate.Config
 	models     []string
+	budget     *bodyBudget
 	logger     *zap.Logger
 	cache      *CacheApp
 
-	capture        *capture.Writer // nil when log_bodies is off
-	captureKey     string          // this handler's reference in captureWriters
-	captureSecrets []string        // values scrubbed from captured bodies
+	capture    *capture.Writer // nil when log_bodies is off
+	captureKey string          // this handler's reference in captureWriters
+	// secrets are the relay's own credentials (the upstream key and every
+	// relay token), scrubbed from everything that leaves the relay:
+	// answers, passed-through headers, logs and captures
+	secrets []string
 }
 
 // ModelAlias is the target of a model alias.
@@ -181,12 +194,14 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("reasoning_relay: api_key is required (it resolved to an empty value; is the environment variable set?)")
 	}
 	h.tokens = h.tokens[:0]
+	h.secrets = append(h.secrets[:0], apiKey)
 	for i, t := range h.RelayTokens {
 		t = strings.TrimSpace(repl.ReplaceAll(t, ""))
 		if t == "" {
 			return fmt.Errorf("reasoning_relay: relay token %d resolved to an empty value; is the environment variable set?", i+1)
 		}
 		h.tokens = append(h.tokens, sha256.Sum256([]byte(t)))
+		h.secrets = append(h.secrets, t)
 	}
 	if len(h.tokens) == 0 {
 		return fmt.Errorf("reasoning_relay: at least one relay_token is required")
@@ -201,6 +216,10 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.MaxRequestBytes == 0 {
 		h.MaxRequestBytes = DefaultMaxRequestBytes
 	}
+	if h.MaxRequestBytesInFlight == 0 {
+		h.MaxRequestBytesInFlight = max(DefaultMaxRequestBytesInFlight, h.MaxRequestBytes)
+	}
+	h.budget = &bodyBudget{limit: h.MaxRequestBytesInFlight}
 	if h.MaxResponseBytes == 0 {
 		h.MaxResponseBytes = DefaultMaxResponseBytes
 	}
@@ -277,11 +296,14 @@ func (h *Handler) Validate() error {
 	}
 	for name, v := range map[string]int64{
 		"max_request_bytes": h.MaxRequestBytes, "max_response_bytes": h.MaxResponseBytes,
-		"max_sse_event_bytes": h.MaxSSEEventBytes,
+		"max_sse_event_bytes": h.MaxSSEEventBytes, "max_request_bytes_in_flight": h.MaxRequestBytesInFlight,
 	} {
 		if v < 0 {
 			return fmt.Errorf("reasoning_relay: %s must be positive", name)
 		}
+	}
+	if h.MaxRequestBytesInFlight < h.MaxRequestBytes {
+		return fmt.Errorf("reasoning_relay: max_request_bytes_in_flight must be at least max_request_bytes")
 	}
 	if h.MaxSSEEventBytes > 1<<30 {
 		return fmt.Errorf("reasoning_relay: max_sse_event_bytes must be at most 1GiB")
@@ -315,6 +337,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		repl.Set("http.reasoning_relay.request_id", id)
 	}
 	rq := &request{h: h, id: id, w: w, r: r, start: time.Now()}
+	defer rq.releaseBody()
 
 	path := strings.TrimRight(r.URL.Path, "/")
 	var route string
@@ -370,10 +393,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	}
 	return nil
 }
-
-// upstreamSecret returns the resolved upstream credential, for scrubbing
-// it out of upstream error messages.
-func (h *Handler) upstreamSecret() string { return h.apiKey }
 
 // Interface guards
 var (

@@ -35,6 +35,11 @@ func (a *CacheApp) Healthy() error {
 	if !a.Enabled {
 		return nil
 	}
+	select {
+	case <-a.ready: // Start has finished: holder and engine are set
+	default:
+		return errLedgerNotOpen
+	}
 	h := a.holder
 	if h == nil || a.engine == nil {
 		return errLedgerNotOpen

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/translate"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
 )
 
@@ -29,6 +30,10 @@ func (rq *request) serveResponses() {
 	}
 	err := json.Unmarshal(body, &probe)
 	rq.captureClientRequest(body, probe.Model, probe.Stream)
+	if aerr := translate.CheckJSON(body); aerr != nil {
+		rq.fail(aerr, "invalid_request")
+		return
+	}
 	if err != nil {
 		rq.fail(apierr.InvalidRequest("", "invalid_json",
 			"We could not parse the JSON body of your request. The body must be a JSON object."), "invalid_request")

@@ -40,11 +40,18 @@ type request struct {
 	engine    *reasoningcache.Engine // nil when the reasoning cache is off
 	cap       *capture.Request       // nil unless log_bodies is on
 	capUp     *capture.Body          // the upstream_response capture, when recording
+
+	// bodyRead is set once the client's body has been read to its end
+	bodyRead bool
+	// held is the request's reservation of the handler's body budget
+	held int64
 }
 
 // fail writes e as the response (nothing may have been written yet) and
 // logs reason.
 func (rq *request) fail(e *apierr.Error, reason string) {
+	e = rq.h.scrubError(e)
+	rq.closeIfBodyUnread()
 	apierr.Write(rq.w, e)
 	rq.log(reason, e.HTTPStatus(), zap.String("error_type", e.Type), zap.String("error_code", e.Code))
 }
@@ -101,13 +108,26 @@ func (rq *request) readBody() ([]byte, bool) {
 		// a read deadline in the past makes the blocked read return
 		_ = rc.SetReadDeadline(time.Now())
 	})
-	body, err := transport.ReadAll(transport.ProgressReader{R: rq.r.Body, WD: wd}, h.MaxRequestBytes, rq.r.ContentLength)
+	src, fits := rq.budgetedBody(rq.r.Body)
+	var body []byte
+	err := errBudget
+	if fits {
+		body, err = transport.ReadAll(transport.ProgressReader{R: src, WD: wd}, h.MaxRequestBytes, rq.r.ContentLength)
+	}
+	if errors.Is(err, errBudget) {
+		if err = discardBody(transport.ProgressReader{R: rq.r.Body, WD: wd}, h.MaxRequestBytes); err == nil {
+			rq.bodyRead, err = true, errBudget
+		}
+	}
 	idle := wd.Stop()
 	switch {
 	case err == nil:
+		rq.bodyRead = true
 		return body, true
 	case errors.Is(err, transport.ErrTooLarge):
 		rq.fail(tooLarge(h.MaxRequestBytes), "request_too_large")
+	case errors.Is(err, errBudget):
+		rq.failBusy()
 	case idle:
 		_ = rc.SetReadDeadline(time.Time{})
 		rq.fail(apierr.New(http.StatusRequestTimeout, apierr.TypeTimeout, "upload_timeout",
@@ -149,7 +169,7 @@ func (rq *request) upstreamFailure(ctx context.Context, err error) {
 		rq.log("client_gone", 499)
 	default:
 		rq.h.logger.Warn("upstream request failed", zap.String("request_id", rq.id),
-			zap.String("error", redact.Error(err, rq.h.upstreamSecret())))
+			zap.String("error", redact.Error(err, rq.h.secrets...)))
 		rq.fail(apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_unreachable",
 			"The relay could not reach the upstream."), "upstream_unreachable")
 	}
@@ -165,17 +185,4 @@ func (rq *request) upstreamHeaders() http.Header {
 	hdr.Set("X-Client-Request-Id", rq.id)
 	hdr.Set("User-Agent", "caddy-reasoning-relay")
 	return hdr
-}
-
-// copyUpstreamHeaders passes the upstream's request ID, rate-limit and
-// retry headers to the client: they help Cursor back off and help operators
-// correlate with OpenAI.
-func copyUpstreamHeaders(dst, src http.Header) {
-	for k, vs := range src {
-		lk := strings.ToLower(k)
-		if lk == "x-request-id" || lk == "retry-after" || lk == "openai-processing-ms" ||
-			strings.HasPrefix(lk, "x-ratelimit-") {
-			dst[k] = vs
-		}
-	}
 }

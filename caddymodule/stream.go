@@ -74,7 +74,7 @@ func (rq *request) relayStream(ctx context.Context, cancel context.CancelCauseFu
 	hdr.Set("Cache-Control", "no-cache")
 	hdr.Set("X-Accel-Buffering", "no")
 	hdr.Del("Content-Length")
-	copyUpstreamHeaders(hdr, resp.Header)
+	h.copyUpstreamHeaders(hdr, resp.Header)
 	rq.w.WriteHeader(http.StatusOK)
 	rq.wroteBody = true
 
@@ -102,7 +102,7 @@ func (rq *request) relayStream(ctx context.Context, cancel context.CancelCauseFu
 		if len(p) == 0 {
 			return true
 		}
-		if err := ds.WriteFlush(p); err != nil {
+		if err := ds.WriteFlush(h.scrubOut(p)); err != nil {
 			cancel(errClientWrite)
 			reason := "client_write_failed"
 			if errors.Is(err, transport.ErrBackpressure) {

@@ -68,6 +68,14 @@ func HotCacheBytes(memoryBudget int64) int64 {
 	return min(maxHotCache, memoryBudget/32)
 }
 
+// Check reports whether New would accept the configuration: the range
+// checks and the memory budget, without a store. Caddy's provisioning
+// (which `caddy validate` runs) checks with it before anything is opened.
+func (c Config) Check() error {
+	_, err := c.withDefaults()
+	return err
+}
+
 // withDefaults fills zero fields and checks the budget: M must hold the
 // shared preparation allowance plus one SessionBase.
 func (c Config) withDefaults() (Config, error) {

@@ -237,7 +237,7 @@ func (r *Request) line(phase Phase, m Meta, begun time.Time) *IndexLine {
 	return &IndexLine{
 		V: Version, RequestID: r.id, Attempt: attempt, Phase: phase, Time: FormatTime(begun),
 		Model: model, Stream: stream, Status: m.Status, ContentType: ct,
-		Headers: redact.Headers(m.Header), Method: m.Method, URL: redact.URL(m.URL),
+		Headers: redact.Headers(m.Header, r.secrets...), Method: m.Method, URL: redact.URL(m.URL, r.secrets...),
 	}
 }
 

@@ -26,15 +26,7 @@ const MinSecretLen = 8
 // credentials ("Bearer " followed by at least 8 token characters). When
 // nothing is replaced, b itself is returned.
 func Body(b []byte, secrets ...string) ([]byte, int) {
-	n := 0
-	for _, s := range secrets {
-		if len(s) < MinSecretLen || !bytes.Contains(b, []byte(s)) {
-			continue
-		}
-		c := bytes.Count(b, []byte(s))
-		b = bytes.ReplaceAll(b, []byte(s), []byte(Marker))
-		n += c
-	}
+	b, n := Secrets(b, secrets...)
 	b, k := replaceShaped(b, []byte("sk-"), minKeyTail, false)
 	n += k
 	b, k = replaceShaped(b, []byte("Bearer "), minBearer, true)

@@ -58,8 +58,11 @@ func SensitiveQueryName(name string) bool {
 }
 
 // Headers returns a copy of h with every value of a sensitive header
-// replaced by Marker. Names are canonicalized; a nil h gives an empty map.
-func Headers(h http.Header) http.Header {
+// replaced by Marker, and in every other value the given secrets and
+// credential-shaped tokens (see Text) replaced by Marker: a credential
+// sent in a header of any name is not written. Names are canonicalized; a
+// nil h gives an empty map.
+func Headers(h http.Header, secrets ...string) http.Header {
 	out := make(http.Header, len(h))
 	for k, vs := range h {
 		ck := textproto.CanonicalMIMEHeaderKey(k)
@@ -71,13 +74,16 @@ func Headers(h http.Header) http.Header {
 			out[ck] = append(out[ck], red...)
 			continue
 		}
-		out[ck] = append(out[ck], vs...)
+		for _, v := range vs {
+			out[ck] = append(out[ck], Text(v, secrets...))
+		}
 	}
 	return out
 }
 
 // CheckHeaders reports an error naming the first (in sorted order) header
-// that is sensitive but does not hold only Marker values.
+// that is sensitive but does not hold only Marker values, or that holds a
+// credential-shaped token.
 func CheckHeaders(h http.Header) error {
 	names := make([]string, 0, len(h))
 	for k := range h {
@@ -86,6 +92,11 @@ func CheckHeaders(h http.Header) error {
 	sort.Strings(names)
 	for _, k := range names {
 		if !SensitiveHeader(k) {
+			for _, v := range h[k] {
+				if CheckBody([]byte(v)) != nil {
+					return fmt.Errorf("header %s holds a credential", textproto.CanonicalMIMEHeaderKey(k))
+				}
+			}
 			continue
 		}
 		for _, v := range h[k] {
@@ -97,11 +108,14 @@ func CheckHeaders(h http.Header) error {
 	return nil
 }
 
-// URL returns raw with its user information, fragment and the values of
-// sensitive query parameters replaced by Marker. A string that does not
-// parse as a URL is replaced by Marker entirely: it cannot be proven
+// URL returns raw with its user information, fragment, the values of
+// sensitive query parameters and every query name or value that holds one
+// of the given secrets or a credential-shaped token replaced by Marker,
+// and those secrets and tokens replaced in the path. A string that does
+// not parse as a URL, or that still holds a secret or token elsewhere (in
+// the host, say), is replaced by Marker entirely: it cannot be proven
 // harmless.
-func URL(raw string) string {
+func URL(raw string, secrets ...string) string {
 	if raw == "" {
 		return ""
 	}
@@ -116,23 +130,46 @@ func URL(raw string) string {
 		u.Fragment, u.RawFragment = Marker, ""
 	}
 	if u.RawQuery != "" {
-		u.RawQuery = redactQuery(u.RawQuery)
+		u.RawQuery = redactQuery(u.RawQuery, secrets)
 	}
-	return u.String()
+	if p := Text(u.Path, secrets...); p != u.Path {
+		u.Path, u.RawPath = p, ""
+	}
+	out := u.String()
+	if Text(out, secrets...) != out {
+		return Marker
+	}
+	return out
 }
 
 // redactQuery rewrites a raw query keeping the order and spelling of every
-// parameter and replacing sensitive values.
-func redactQuery(raw string) string {
+// parameter and replacing sensitive values and names and values that hold
+// a secret.
+func redactQuery(raw string, secrets []string) string {
 	parts := strings.Split(raw, "&")
 	for i, p := range parts {
-		name, _, hasValue := strings.Cut(p, "=")
+		name, value, hasValue := strings.Cut(p, "=")
 		dn, err := url.QueryUnescape(name)
 		if err != nil {
 			// an undecodable name cannot be classified: hide its value
 			dn = "key"
 		}
+		if Text(dn, secrets...) != dn {
+			name, dn = url.QueryEscape(Marker), Marker
+			parts[i] = name
+			if hasValue {
+				parts[i] += "=" + value
+			}
+		}
 		if SensitiveQueryName(dn) && (hasValue || name != "") && p != "" {
+			parts[i] = name + "=" + url.QueryEscape(Marker)
+			continue
+		}
+		dv, err := url.QueryUnescape(value)
+		if err != nil {
+			dv = value
+		}
+		if hasValue && Text(dv, secrets...) != dv {
 			parts[i] = name + "=" + url.QueryEscape(Marker)
 		}
 	}
@@ -166,6 +203,9 @@ func CheckURL(raw string) error {
 			dn = "key" // as redactQuery: an undecodable name counts as sensitive
 		}
 		if !SensitiveQueryName(dn) {
+			if dv, err := url.QueryUnescape(value); err == nil && CheckBody([]byte(dv)) != nil {
+				return fmt.Errorf("URL query parameter %q holds a credential", sanitizeName(dn))
+			}
 			continue
 		}
 		if dv, err := url.QueryUnescape(value); err != nil || dv != Marker {

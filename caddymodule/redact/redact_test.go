@@ -131,11 +131,25 @@ func FuzzRedact(f *testing.F) {
 	f.Add("https://u:p@h/x?api_key=s&a=b#f", []byte(`{"k":"sk-ABCDEFGHIJKLMNOPQRST","h":"Bearer abcdefghij"}`), "secret-value-1")
 	f.Add("/p?%zz=1&token", []byte("Bearer Bearer sk-sk-"), "")
 	f.Fuzz(func(t *testing.T, u string, body []byte, secret string) {
-		ru := URL(u)
+		ru := URL(u, secret)
 		if ru != Marker {
 			if err := CheckURL(ru); err != nil {
 				t.Fatalf("URL(%q) = %q fails CheckURL: %v", u, ru, err)
 			}
+			if again := URL(ru, secret); again != ru {
+				t.Fatalf("URL not idempotent: %q then %q", ru, again)
+			}
+		}
+		if len(secret) >= MinSecretLen && strings.Contains(ru, secret) &&
+			!strings.Contains(Marker, secret) && !strings.Contains(url.QueryEscape(Marker), secret) {
+			t.Fatalf("secret %q survived in URL %q", secret, ru)
+		}
+		rh := Headers(http.Header{"X-Any": {u}}, secret)
+		if err := CheckHeaders(rh); err != nil {
+			t.Fatalf("Headers(%q) fails CheckHeaders: %v", u, err)
+		}
+		if v := rh.Get("X-Any"); len(secret) >= MinSecretLen && strings.Contains(v, secret) && !strings.Contains(Marker, secret) {
+			t.Fatalf("secret %q survived in header %q", secret, v)
 		}
 		rb, _ := Body(body, secret)
 		if err := CheckBody(rb); err != nil {

@@ -168,7 +168,7 @@ func Compare(ctx context.Context, b *Bundle, opts CompareOptions) (*Comparison, 
 
 	out := &Comparison{
 		Format: ComparisonFormat, Version: BundleVersion, RequestID: b.RequestID, Attempt: b.Attempt,
-		Method: r.Method, Endpoint: redact.URL(u.String()), RequestBodySHA256: r.BodySHA256,
+		Method: r.Method, Endpoint: redact.URL(u.String(), secrets...), RequestBodySHA256: r.BodySHA256,
 		JSONShape: ShapeDiff{OnlyOriginal: []string{}, OnlyReplay: []string{}},
 	}
 	orig := b.Find(b.Attempt, capture.UpstreamResponse)
@@ -196,8 +196,8 @@ func Compare(ctx context.Context, b *Bundle, opts CompareOptions) (*Comparison, 
 		rerr := br.ReadAll()
 		resp.Body.Close()
 		out.Replay.Status = resp.StatusCode
-		out.Replay.ContentType = resp.Header.Get("Content-Type")
-		out.Replay.Headers = redact.Headers(resp.Header)
+		out.Replay.ContentType = redact.Text(resp.Header.Get("Content-Type"), secrets...)
+		out.Replay.Headers = redact.Headers(resp.Header, secrets...)
 		out.Replay.BodyBytes = br.Total()
 		out.Replay.StoredBytes = int64(len(br.Bytes()))
 		out.Replay.Truncated = br.Truncated()

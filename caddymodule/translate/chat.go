@@ -216,7 +216,15 @@ type chatMessage struct {
 	ToolCallID json.RawMessage
 	// FunctionCall is the deprecated single call of an assistant message.
 	FunctionCall json.RawMessage
+	// Unknown is the first member that is not a Chat message field.
+	Unknown string
+	// Members counts the message's members.
+	Members int
 }
+
+// easyInputMin is the size from which a plain text message is forwarded
+// as the client sent it instead of being rewritten as a typed item.
+const easyInputMin = 64 << 10
 
 func (t *chatTranslator) messages(raw json.RawMessage) *apierr.Error {
 	if isNull(raw) {
@@ -238,6 +246,9 @@ func (t *chatTranslator) messages(raw json.RawMessage) *apierr.Error {
 			return invalidType(l.String(), "an object")
 		}
 		cm := decodeMessage(m)
+		if cm.Unknown != "" {
+			return unknownParam(l.at("." + cm.Unknown))
+		}
 		role, ok := unquote(cm.Role)
 		if !ok {
 			if isNull(cm.Role) {
@@ -249,6 +260,13 @@ func (t *chatTranslator) messages(raw json.RawMessage) *apierr.Error {
 		var aerr *apierr.Error
 		switch role {
 		case "system", "developer", "user":
+			if cm.Members == 2 && isString(cm.Content) && len(cm.Content) >= easyInputMin {
+				// {"role":…,"content":"…"} is already a Responses input
+				// message (EasyInputMessage): a large one is sent as the
+				// client's own bytes rather than copied
+				req.Input = append(req.Input, m)
+				break
+			}
 			aerr = t.inputMessage(l, role, cm.Content)
 		case "assistant":
 			aerr = t.assistant(l, &cm)
@@ -296,6 +314,7 @@ type chatPart struct {
 	Refusal  json.RawMessage
 	ImageURL json.RawMessage
 	File     json.RawMessage
+	Unknown  string // the first member that is not a Chat content part field
 }
 
 func parseParts(l loc, content json.RawMessage) ([]json.RawMessage, *apierr.Error) {
@@ -309,6 +328,7 @@ func parseParts(l loc, content json.RawMessage) ([]json.RawMessage, *apierr.Erro
 func decodeMessage(raw json.RawMessage) chatMessage {
 	var cm chatMessage
 	members(raw, func(k []byte, v json.RawMessage) {
+		cm.Members++
 		switch string(k) {
 		case "role":
 			cm.Role = v
@@ -322,6 +342,13 @@ func decodeMessage(raw json.RawMessage) chatMessage {
 			cm.ToolCallID = v
 		case "function_call":
 			cm.FunctionCall = v
+		case "name", "audio", "annotations":
+			// documented message fields the Responses API has no place
+			// for; accepted and not forwarded
+		default:
+			if cm.Unknown == "" {
+				cm.Unknown = string(k)
+			}
 		}
 	})
 	return cm
@@ -344,8 +371,18 @@ func decodePart(l loc, raw json.RawMessage) (chatPart, *apierr.Error) {
 			p.ImageURL = v
 		case "file":
 			p.File = v
+		case "input_audio":
+		default:
+			if p.Unknown == "" {
+				p.Unknown = string(k)
+			}
 		}
 	})
+	// Responses-style parts are forwarded as they are: the upstream
+	// checks their members
+	if p.Unknown != "" && p.Type != "input_text" && p.Type != "input_image" && p.Type != "input_file" {
+		return p, unknownParam(l.at("." + p.Unknown))
+	}
 	return p, nil
 }
 
@@ -627,11 +664,17 @@ func (t *chatTranslator) toolCall(l loc, raw json.RawMessage) (json.RawMessage, 
 		if !isString(name) {
 			return nil, missing(l.at(".function.name"))
 		}
+		if n, _ := unquote(name); n == "" {
+			return nil, emptyName(l.at(".function.name"))
+		}
 	case tc.Type == "custom" && tc.Custom != nil:
 		name, payload, payloadParam = tc.Custom.Name, tc.Custom.Input, ".custom.input"
 		custom = true
 		if !isString(name) {
 			return nil, missing(l.at(".custom.name"))
+		}
+		if n, _ := unquote(name); n == "" {
+			return nil, emptyName(l.at(".custom.name"))
 		}
 	default:
 		return nil, invalidValue(l.at(".type"), "Invalid tool call: expected type 'function' or 'custom' with its object.")

@@ -1,8 +1,6 @@
 package translate
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
@@ -20,6 +18,11 @@ const (
 
 func unknownParam(name string) *apierr.Error {
 	return apierr.InvalidRequest(name, codeUnknownParameter, fmt.Sprintf("Unknown parameter: '%s'.", name))
+}
+
+func emptyName(param string) *apierr.Error {
+	return apierr.InvalidRequest(param, "empty_string",
+		fmt.Sprintf("Invalid '%s': empty string. Expected a string with minimum length 1.", param))
 }
 
 func unsupportedParam(name, why string) *apierr.Error {
@@ -42,18 +45,4 @@ func invalidType(param, want string) *apierr.Error {
 
 func invalidValue(param, msg string) *apierr.Error {
 	return apierr.InvalidRequest(param, codeInvalidValue, msg)
-}
-
-// bodyError describes a body that could not be decoded, without quoting it.
-func bodyError(err error) *apierr.Error {
-	var syn *json.SyntaxError
-	if errors.As(err, &syn) {
-		return apierr.InvalidRequest("", "", fmt.Sprintf(
-			"We could not parse the JSON body of your request: invalid JSON at byte offset %d.", syn.Offset))
-	}
-	var typ *json.UnmarshalTypeError
-	if errors.As(err, &typ) {
-		return apierr.InvalidRequest("", "", "The request body must be a JSON object.")
-	}
-	return apierr.InvalidRequest("", "", "We could not parse the JSON body of your request.")
 }

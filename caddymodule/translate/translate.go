@@ -17,9 +17,8 @@ import (
 // and History.Raw may share memory with body, which the caller must not
 // modify afterwards.
 func Translate(body []byte, cfg *Config) (*Request, *apierr.Error) {
-	if !json.Valid(body) {
-		var v any
-		return nil, bodyError(json.Unmarshal(body, &v))
+	if aerr := CheckJSON(body); aerr != nil {
+		return nil, aerr
 	}
 	if !isObject(body[skipWS(body, 0):]) {
 		return nil, apierr.InvalidRequest("", "", "The request body must be a JSON object.")

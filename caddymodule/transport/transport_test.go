@@ -88,6 +88,13 @@ func TestParseBaseURL(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
+	// the password (and the query value) of a rejected URL is not echoed
+	for _, bad := range []string{"https://user:hunter2-CANARY@x/v1", "http://user:hunter2-CANARY@x:bad/v1", "ftp://user:hunter2-CANARY@x", "https://x/v1?key=hunter2-CANARY"} {
+		_, err := ParseBaseURL(bad)
+		if err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%q: error %v echoes the secret", bad, err)
+		}
+	}
 	u, err := ParseBaseURL("https://api.example.test/v1/")
 	if err != nil || u.String() != "https://api.example.test/v1" {
 		t.Fatalf("got %v, %v", u, err)

@@ -1,14 +1,16 @@
 package transport
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/redact"
 )
 
 // Upstream is a client of one Responses API base URL with one credential.
@@ -55,18 +57,19 @@ func NewUpstream(base, apiKey string) (*Upstream, error) {
 // ParseBaseURL validates an upstream base URL: absolute http(s), no user
 // info, query or fragment. A trailing slash is removed.
 func ParseBaseURL(base string) (*url.URL, error) {
+	// the URL is named in errors only redacted: it may carry a password
 	u, err := url.Parse(base)
 	if err != nil {
-		return nil, fmt.Errorf("upstream %q: %w", base, err)
+		return nil, fmt.Errorf("upstream %q: %s", redact.URL(base), redact.Error(err))
 	}
 	if u.Scheme != "https" && u.Scheme != "http" {
-		return nil, fmt.Errorf("upstream %q: scheme must be https or http", base)
+		return nil, fmt.Errorf("upstream %q: scheme must be https or http", redact.URL(base))
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("upstream %q: missing host", base)
+		return nil, fmt.Errorf("upstream %q: missing host", redact.URL(base))
 	}
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("upstream %q: must not carry credentials, a query or a fragment", base)
+		return nil, fmt.Errorf("upstream %q: must not carry credentials, a query or a fragment", redact.URL(base))
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
@@ -91,9 +94,27 @@ func (c *Upstream) Origin() string { return c.base.Scheme + "://" + c.base.Host 
 // extra headers (such as OpenAI-Beta) are added as given. The caller must
 // close the response body.
 func (c *Upstream) Post(ctx context.Context, path string, body []byte, stream bool, extra http.Header) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Endpoint(path), bytes.NewReader(body))
+	return c.PostParts(ctx, path, net.Buffers{body}, int64(len(body)), stream, extra)
+}
+
+// PostParts is Post for a body given as parts of n bytes in total, sent
+// in order without being joined (a large request is not copied once more).
+// The parts must not change until the response has been read.
+func (c *Upstream) PostParts(ctx context.Context, path string, parts net.Buffers, n int64, stream bool, extra http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Endpoint(path), nil)
 	if err != nil {
 		return nil, fmt.Errorf("building upstream request: %w", err)
+	}
+	// GetBody lets the transport resend the body when it retries on a new
+	// connection; each call reads the same parts afresh
+	req.GetBody = func() (io.ReadCloser, error) {
+		b := append(net.Buffers(nil), parts...)
+		return io.NopCloser(&b), nil
+	}
+	req.Body, _ = req.GetBody()
+	req.ContentLength = n
+	if n == 0 {
+		req.Body, req.GetBody = http.NoBody, nil
 	}
 	for k, vs := range extra {
 		for _, v := range vs {

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/redact"
 )
 
 // UpstreamError turns a non-2xx upstream answer into the error the client
@@ -14,8 +14,9 @@ import (
 // with the upstream status; anything else becomes a generic error naming
 // the status. Upstream authentication failures become 502: they are the
 // relay's configuration problem, not the client's token, and their
-// messages (which can echo part of the key) are replaced. secrets are
-// scrubbed from any message as a last line of defence.
+// messages (which can echo part of the key) are replaced. The message is
+// scrubbed of secrets (the relay's own credentials) and of
+// credential-shaped tokens with redact.Text.
 func UpstreamError(status int, body []byte, secrets ...string) *apierr.Error {
 	if status == http.StatusUnauthorized || status == http.StatusForbidden {
 		return apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_auth_failed",
@@ -32,7 +33,7 @@ func UpstreamError(status int, body []byte, secrets ...string) *apierr.Error {
 	if json.Unmarshal(body, &env) == nil && env.Error != nil && env.Error.Message != "" {
 		e := &apierr.Error{
 			Status:  status,
-			Message: Scrub(env.Error.Message, secrets...),
+			Message: redact.Text(env.Error.Message, secrets...),
 			Type:    env.Error.Type,
 			Param:   rawString(env.Error.Param),
 			Code:    rawString(env.Error.Code),
@@ -52,16 +53,6 @@ func rawString(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
 		return ""
-	}
-	return s
-}
-
-// Scrub replaces every occurrence of each non-empty secret in s.
-func Scrub(s string, secrets ...string) string {
-	for _, sec := range secrets {
-		if len(sec) >= 4 && strings.Contains(s, sec) {
-			s = strings.ReplaceAll(s, sec, "[REDACTED]")
-		}
 	}
 	return s
 }

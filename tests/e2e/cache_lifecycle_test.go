@@ -95,7 +95,9 @@ func TestCacheOwnership(t *testing.T) {
 	}
 	first.Kill()
 	second := relaytest.Start(t, relaytest.Options{Global: global, Site: site, Env: env})
-	if !strings.Contains(second.Logs(), `"msg":"ledger opened"`) {
+	// the ledger opens when the app starts, which Caddy may do just after
+	// the site starts accepting connections
+	if !second.WaitLog(`"msg":"ledger opened"`, 10*time.Second) {
 		t.Fatalf("the ledger was not opened after the owner died:\n%s", second.Logs())
 	}
 }

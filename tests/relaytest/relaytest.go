@@ -311,6 +311,24 @@ func (c *Caddy) Reload(opts Options) error {
 	return nil
 }
 
+// PID returns the Caddy process's ID (for measuring it, e.g. its peak
+// memory in /proc/<pid>/status).
+func (c *Caddy) PID() int { return c.cmd.Process.Pid }
+
+// Validate runs `caddy validate` on the Caddyfile for opts (written next
+// to the instance's own, which it leaves alone) the way the instance runs:
+// in its directory, with its HOME and opts.Env. It returns the combined
+// output.
+func (c *Caddy) Validate(opts Options) (string, error) {
+	opts.Dir, opts.Port = c.Dir, c.Port
+	path := filepath.Join(c.Dir, "Caddyfile.validate")
+	if err := os.WriteFile(path, []byte(c.caddyfile(opts)), 0o600); err != nil {
+		return "", err
+	}
+	out, err := c.command(context.Background(), opts.Env, "validate", "--config", path, "--adapter", "caddyfile").CombinedOutput()
+	return string(out), err
+}
+
 // AdminClient returns an HTTP client that talks to the admin socket; use
 // it with URLs such as http://admin/config/.
 func (c *Caddy) AdminClient() *http.Client {

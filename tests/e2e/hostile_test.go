@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+)
+
+// TestEarlyErrorsDoNotWaitForTheBody: a client that sends headers and then
+// only part of its body (chunked, never finished) gets its 401, 404, 405,
+// 415 or 413 at once with `Connection: close`, and the connection is
+// closed after it: an unauthenticated slow body cannot hold a connection.
+// (Before, Go's server read the rest of the body before answering, so the
+// answer never came.) The read deadline only bounds a hang.
+func TestEarlyErrorsDoNotWaitForTheBody(t *testing.T) {
+	r := sharedRelayFor(t)
+	addr := strings.TrimPrefix(r.caddy.BaseURL, "http://")
+	cases := []struct {
+		name, method, path, headers string
+		first                       int // bytes of the first chunk
+		status                      int
+	}{
+		{"401 no token", "POST", "/v1/chat/completions", "", 10, 401},
+		{"404 unknown route", "POST", "/v1/embeddings", "Authorization: Bearer " + relayToken + "\r\n", 10, 404},
+		{"405 wrong method", "PUT", "/v1/chat/completions", "Authorization: Bearer " + relayToken + "\r\n", 10, 405},
+		{"415 compressed", "POST", "/v1/chat/completions", "Authorization: Bearer " + relayToken + "\r\nContent-Encoding: gzip\r\n", 10, 415},
+		{"413 past the limit", "POST", "/v1/chat/completions", "Authorization: Bearer " + relayToken + "\r\n", 300 << 10, 413},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			// a bound on a hang, not a timing assertion
+			_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+			fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n%sTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n",
+				tc.method, tc.path, addr, tc.headers, tc.first, strings.Repeat("x", tc.first))
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer while the body is unfinished: %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, body)
+			}
+			if !resp.Close {
+				t.Fatalf("answer without Connection: close (%v)", resp.Header)
+			}
+			if !strings.Contains(string(body), `"error"`) {
+				t.Fatalf("not an OpenAI error: %s", body)
+			}
+			if n, err := br.Read(make([]byte, 1)); err == nil {
+				t.Fatalf("the connection stayed open (read %d bytes)", n)
+			}
+		})
+	}
+	// a complete request on a kept-alive connection is not closed
+	req, _ := http.NewRequestWithContext(ctx(t), http.MethodGet, r.caddy.BaseURL+"/v1/models", nil)
+	req.Header.Set("Authorization", "Bearer "+relayToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Close {
+		t.Fatal("a request without a body was answered with Connection: close")
+	}
+}
+
+// TestReadBodyTimeoutBoundsOnlyTheUpload: with the server timeouts the
+// README recommends (`read_body`, `read_body_idle`), an answer that
+// streams for longer than read_body is not cut: the timeouts bound only
+// reading the request. It guards the documented configuration (Caddy
+// clears the read deadline once the body is in; a handler that sets one
+// afterwards would reinstate read_body and cut the answer).
+func TestReadBodyTimeoutBoundsOnlyTheUpload(t *testing.T) {
+	r := startRelayWith(t, "\tservers {\n\t\ttimeouts {\n\t\t\tread_header 10s\n\t\t\tread_body 1s\n\t\t\tread_body_idle 30s 1024\n\t\t}\n\t}", "")
+	// 12 events 200ms apart: well past read_body
+	text, err := run(t, r.client(relayToken), openai.ChatCompletionNewParams{
+		Model:    "cursor-fast",
+		Messages: []openai.ChatCompletionMessageParamUnion{userMsg("read-body [[slow:200ms]]")},
+	}, true)
+	if err != nil {
+		t.Fatalf("a stream longer than read_body was cut: %v", err)
+	}
+	if !strings.Contains(text, "read-body") {
+		t.Fatalf("answer %q", text)
+	}
+}
+
+// TestRequestBytesBudget: with max_request_bytes_in_flight, a body that
+// would take the bytes held at once past the budget gets 503 server_busy
+// with Retry-After at once, before it is read (known length) or as soon
+// as it would exceed it (chunked); a body that fits is served, and the
+// budget is given back when a request ends.
+func TestRequestBytesBudget(t *testing.T) {
+	r := startRelay(t, "max_request_bytes_in_flight 300KiB")
+	big := func(tag string) []byte {
+		return []byte(`{"model":"cursor-fast","stream":true,"messages":[{"role":"user","content":"` + tag + " " + strings.Repeat("y", 200<<10) + `"}]}`)
+	}
+	post := func(body []byte, chunked bool) *http.Response {
+		t.Helper()
+		var rd io.Reader = bytes.NewReader(body)
+		if chunked {
+			rd = io.MultiReader(rd) // hides the length: sent chunked
+		}
+		req, _ := http.NewRequestWithContext(ctx(t), http.MethodPost, r.caddy.BaseURL+"/v1/chat/completions", rd)
+		req.Header.Set("Authorization", "Bearer "+relayToken)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	// A holds 200 KiB while its answer streams slowly
+	a := post(big("budget-a [[slow:100ms]]"), false)
+	defer a.Body.Close()
+	if a.StatusCode != http.StatusOK {
+		t.Fatalf("A: %d", a.StatusCode)
+	}
+	for _, chunked := range []bool{false, true} {
+		b := post(big("budget-b"), chunked)
+		raw, _ := io.ReadAll(b.Body)
+		b.Body.Close()
+		if b.StatusCode != http.StatusServiceUnavailable || b.Header.Get("Retry-After") == "" || !strings.Contains(string(raw), `"code":"server_busy"`) {
+			t.Fatalf("B (chunked %v) past the budget: %d %v %s", chunked, b.StatusCode, b.Header, raw)
+		}
+	}
+	small := post([]byte(`{"model":"cursor-fast","messages":[{"role":"user","content":"budget-small"}]}`), false)
+	small.Body.Close()
+	if small.StatusCode != http.StatusOK {
+		t.Fatalf("a small body within the budget: %d", small.StatusCode)
+	}
+	if _, err := io.ReadAll(a.Body); err != nil {
+		t.Fatal(err)
+	}
+	a.Body.Close()
+	// A has ended: its bytes are given back (the relay releases them
+	// right after the answer, so retry briefly as a client would)
+	for i := 0; ; i++ {
+		b := post(big("budget-b-again"), true)
+		io.Copy(io.Discard, b.Body)
+		b.Body.Close()
+		if b.StatusCode == http.StatusOK {
+			break
+		}
+		if i == 50 {
+			t.Fatalf("after A ended: %d", b.StatusCode)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
