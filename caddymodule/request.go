@@ -43,6 +43,9 @@ type request struct {
 
 	// bodyRead is set once the client's body has been read to its end
 	bodyRead bool
+	// drainAfterAnswer is set when an early 413 reads and discards the
+	// declared body after its answer instead of hanging up
+	drainAfterAnswer bool
 	// held is the request's reservation of the handler's body budget
 	held int64
 }
@@ -51,9 +54,12 @@ type request struct {
 // logs reason.
 func (rq *request) fail(e *apierr.Error, reason string) {
 	e = rq.h.scrubError(e)
-	rq.closeIfBodyUnread()
+	closing := rq.closeIfBodyUnread()
 	apierr.Write(rq.w, e)
 	rq.log(reason, e.HTTPStatus(), zap.String("error_type", e.Type), zap.String("error_code", e.Code))
+	if closing && !rq.drainAfterAnswer {
+		rq.hangUp()
+	}
 }
 
 // log records the outcome of a request with a fixed reason code. Bodies,
@@ -95,7 +101,7 @@ func isWarning(reason string) bool {
 func (rq *request) readBody() ([]byte, bool) {
 	h := rq.h
 	if rq.r.ContentLength > h.MaxRequestBytes {
-		rq.fail(tooLarge(h.MaxRequestBytes), "request_too_large")
+		rq.refuseDeclaredTooLarge()
 		return nil, false
 	}
 	if ce := rq.r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
