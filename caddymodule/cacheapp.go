@@ -140,6 +140,9 @@ func (a *CacheApp) Provision(ctx caddy.Context) error {
 	a.key = filepath.Clean(abs)
 
 	cfg := a.engineConfig()
+	if err := cfg.Validate(); a.Enabled && err != nil {
+		return fmt.Errorf("reasoning_cache: %w", err)
+	}
 	enabled := a.Enabled
 	hotCache := reasoningcache.HotCacheBytes(cfg.MemoryBudget)
 	val, loaded, err := ledgers.LoadOrNew(a.key, func() (caddy.Destructor, error) {

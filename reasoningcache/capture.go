@@ -79,11 +79,13 @@ type verdict struct {
 // returns once the ledger has committed. It never makes an otherwise valid
 // response fail: problems with the capture (a projection that does not
 // match what the client received, drifting copies, an unpredictable
-// envelope, an over-budget output) become a start-poison marker at the
-// request's position. A returned error only reports that the ledger could
-// not commit; the handler may still deliver (the intent then stays
-// unresolved and is poisoned later). Complete runs at most once per
-// session; on a pass-through session it does nothing.
+// envelope) become a start-poison marker at the request's position. A
+// returned error only reports that the ledger could not commit the
+// observation or the poison; the handler may still deliver, because the
+// session then never resolves the intent cleanly: Delivered and Release
+// poison the position, and if that fails too the intent stays unresolved
+// until Sweep or the next startup poisons it. Complete runs at most once
+// per session; on a pass-through session it does nothing.
 func (s *Session) Complete(ctx context.Context, out Outcome) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -97,6 +99,7 @@ func (s *Session) Complete(ctx context.Context, out Outcome) error {
 		s.log.Debug("reasoning cache", zap.String("reason", v.poison))
 		err := e.store.PoisonIntent(ctx, s.intent, v.poison)
 		if err != nil && !ledger.IsReason(err, ledger.ReasonIntentMissing) {
+			s.unrecorded = v.poison
 			return fmt.Errorf("reasoningcache: complete: %w", err)
 		}
 		s.intent = 0
@@ -123,6 +126,8 @@ func (s *Session) Complete(ctx context.Context, out Outcome) error {
 			s.intent = 0 // swept meanwhile: its position is poisoned already
 			return nil
 		}
+		s.unrecorded = "commit_failed"
+		s.log.Debug("reasoning cache", zap.String("reason", "commit_failed"))
 		return fmt.Errorf("reasoningcache: complete: %w", err)
 	}
 	reason := string(res.Outcome)
@@ -143,10 +148,6 @@ func (s *Session) judge(out *Outcome) (verdict, []byte) {
 		return v, nil
 	}
 	payload := joinArray(out.Output)
-	if int64(len(payload)) > e.cfg.EntryAllowance {
-		v.poison = "capture_over_budget"
-		return v, nil
-	}
 	items := make([]outItem, len(out.Output))
 	for i, raw := range out.Output {
 		if json.Unmarshal(raw, &items[i]) != nil {
@@ -186,8 +187,11 @@ func (s *Session) judge(out *Outcome) (verdict, []byte) {
 		v.poison = "prediction_refused"
 		return v, nil
 	}
+	// Observation first: whether the payload fits decides only admission.
 	v.observe, v.endDigest, v.envFP = true, b.EndDigest.String(), b.Fingerprint.String()
 	switch {
+	case int64(len(payload)) > min(e.cfg.EntryAllowance, e.store.MaxPayloadBytes()):
+		v.why = "capture_over_budget"
 	case out.Status != "completed":
 		v.why = "incomplete"
 	case !supported:

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/canonical"
+	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/ledger"
 )
 
 // Defaults of Config.
@@ -36,7 +37,9 @@ type Config struct {
 	MemoryBudget int64
 	// MaxConcurrent bounds the full-cache sessions at once (default 10).
 	MaxConcurrent int
-	// EntryAllowance bounds one captured output (default 4 MiB).
+	// EntryAllowance bounds one captured output (default 4 MiB). It may
+	// not exceed the ledger's payload limit (16 MiB): an admitted output
+	// must always fit a ledger payload.
 	EntryAllowance int64
 	// ReplayCeiling bounds the replayed output bytes of one request
 	// (default 16 MiB).
@@ -52,6 +55,15 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives Debug lines with fixed reason codes (default: none).
 	Logger *zap.Logger
+}
+
+// Validate checks the configuration as New does, without a store: the
+// ranges of the options, the entry allowance against the ledger's default
+// payload limit and the memory budget. The app calls it at provisioning so
+// that a bad configuration is refused before anything is opened.
+func (c Config) Validate() error {
+	_, err := c.withDefaults()
+	return err
 }
 
 // HotCacheBytes is the ledger payload cache size for a memory budget:
@@ -104,6 +116,9 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("reasoningcache: max_concurrent %d is negative", c.MaxConcurrent)
 	case c.EntryAllowance < 0:
 		return c, fmt.Errorf("reasoningcache: entry_allowance %d is negative", c.EntryAllowance)
+	case c.EntryAllowance > ledger.DefaultMaxPayloadBytes:
+		return c, fmt.Errorf("reasoningcache: entry_allowance %d is above the ledger's payload limit of %d bytes",
+			c.EntryAllowance, int64(ledger.DefaultMaxPayloadBytes))
 	case c.ReplayCeiling < 0:
 		return c, fmt.Errorf("reasoningcache: replay_ceiling %d is negative", c.ReplayCeiling)
 	case c.MaxPlanRecords < 0:

@@ -38,6 +38,9 @@ func New(store *ledger.Store, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	if limit := store.MaxPayloadBytes(); cfg.EntryAllowance > limit {
+		return nil, fmt.Errorf("reasoningcache: entry_allowance %d is above the ledger's payload limit of %d bytes", cfg.EntryAllowance, limit)
+	}
 	return &Engine{
 		store:    store,
 		cfg:      cfg,

@@ -46,8 +46,12 @@ type Session struct {
 	mu        sync.Mutex
 	intent    int64 // 0: nothing to resolve (pass-through, or already ended in the ledger)
 	completed bool  // Complete ran
-	ended     bool
-	lease     *lease
+	// unrecorded is the reason code Complete could not commit: the
+	// outcome is not durably recorded, so the session must not end with a
+	// clean resolve (finish poisons instead, or leaves the intent).
+	unrecorded string
+	ended      bool
+	lease      *lease
 }
 
 // newSession registers the lease cleanup.
@@ -144,9 +148,14 @@ func (s *Session) DropReplay(ctx context.Context) ([]json.RawMessage, error) {
 }
 
 // Delivered ends the session after the response was delivered to the
-// client: the intent is resolved.
+// client. The intent is resolved only when Complete durably recorded the
+// outcome; otherwise (Complete failed to commit, or was never called) the
+// position is poisoned instead, and if even that fails the intent stays
+// unresolved so that Sweep or the next startup poisons it. A delivered
+// answer whose outcome the ledger does not know never leaves its position
+// clean.
 func (s *Session) Delivered(ctx context.Context) {
-	s.finish(ctx, "")
+	s.finish(ctx, "", true)
 }
 
 // Abandon ends the session for an unknown or interrupted outcome (the
@@ -159,17 +168,18 @@ func (s *Session) Abandon(ctx context.Context, why string) {
 	if !reasonCode(why) {
 		why = "abandoned"
 	}
-	s.finish(ctx, why)
+	s.finish(ctx, why, false)
 }
 
 // Release ends the session after a known failure without output (an
 // upstream HTTP error before any stream): the intent is resolved without a
-// marker.
+// marker, unless Complete ran and could not record its outcome (then the
+// position is poisoned as for Delivered).
 func (s *Session) Release(ctx context.Context) {
-	s.finish(ctx, "")
+	s.finish(ctx, "", false)
 }
 
-func (s *Session) finish(ctx context.Context, poison string) {
+func (s *Session) finish(ctx context.Context, poison string, delivered bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
@@ -179,6 +189,14 @@ func (s *Session) finish(ctx context.Context, poison string) {
 	defer s.lease.release()
 	if s.intent == 0 {
 		return
+	}
+	switch {
+	case poison != "":
+	case s.unrecorded != "":
+		poison = s.unrecorded
+	case delivered && !s.completed:
+		// delivered without an outcome the ledger knows
+		poison = "not_recorded"
 	}
 	id := s.intent
 	s.intent = 0
