@@ -76,7 +76,7 @@ func (rq *request) cacheRequest(treq *translate.Request) (reasoningcache.Request
 		Credential: h.apiKey,
 		RelayToken: rq.token,
 		Model:      treq.Model,
-		OpenAIBeta: rq.r.Header.Get("OpenAI-Beta"),
+		OpenAIBeta: effectiveOpenAIBeta(rq.r.Header),
 	}
 	if treq.Shape == translate.ShapeResponses {
 		scope.Shape = canonical.ShapeResponses
@@ -150,8 +150,10 @@ func (cs *cacheSession) dropReplay(ctx context.Context, treq *translate.Request)
 }
 
 // complete records the finished upstream response before its terminal
-// chunk or JSON body is written. Failures are logged: the response is
-// still delivered (the engine has poisoned what it could not record).
+// chunk or JSON body is written. Failures are logged and the response is
+// still delivered: a session whose outcome was not recorded never ends
+// with a clean resolve (end poisons its position, or leaves the intent
+// for the sweep).
 func (cs *cacheSession) complete(ctx context.Context, out reasoningcache.Outcome) {
 	if cs == nil || cs.ended {
 		return
