@@ -143,7 +143,14 @@ func (s *Session) Complete(ctx context.Context, out Outcome) error {
 func (s *Session) judge(out *Outcome) (verdict, []byte) {
 	e := s.e
 	var v verdict
-	if out.Status != "completed" && out.Status != "incomplete" {
+	switch out.Status {
+	case "completed":
+	case "incomplete":
+		// The design: failed or incomplete output poisons its position
+		// (a cut-off answer is not one the model would give again).
+		v.poison = "incomplete"
+		return v, nil
+	default:
 		v.poison = "unknown_outcome"
 		return v, nil
 	}
@@ -192,8 +199,6 @@ func (s *Session) judge(out *Outcome) (verdict, []byte) {
 	switch {
 	case int64(len(payload)) > min(e.cfg.EntryAllowance, e.store.MaxPayloadBytes()):
 		v.why = "capture_over_budget"
-	case out.Status != "completed":
-		v.why = "incomplete"
 	case !supported:
 		v.why = "unsupported_item"
 	case !reasoning:

@@ -156,9 +156,6 @@ func (e *Engine) dispatch(ctx context.Context, s *Session, req *Request) error {
 		}
 		var ve *ledger.ValidationError
 		switch {
-		case ledger.IsReason(err, ledger.ReasonStartPoisoned) && len(creq.Plan) == 0:
-			s.skip = "start_poisoned"
-			return nil
 		case errors.Is(err, ledger.ErrDisabled):
 			s.skip = "disabled"
 			return nil

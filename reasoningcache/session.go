@@ -85,7 +85,9 @@ func (s *Session) Replayed() int {
 // Skip returns "" when the request runs with the full cache (planned,
 // dispatched and captured), or the fixed reason code why caching is off
 // for it: a canonical refusal ("refused_" + reason), "capacity",
-// "disabled", "start_poisoned", "invalid_spans", ...
+// "disabled", "invalid_spans", "dispatch_failed", ... A request at a
+// poisoned position is not skipped: it replays its valid plan and is
+// observed, and only its own output stays unreplayable there.
 func (s *Session) Skip() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -132,10 +134,6 @@ func (s *Session) DropReplay(ctx context.Context) ([]json.RawMessage, error) {
 		Deadline: e.cfg.Now().Add(e.cfg.GenerationTimeout),
 	})
 	if err != nil {
-		if ledger.IsReason(err, ledger.ReasonStartPoisoned) {
-			s.skip = "start_poisoned"
-			return s.input, nil
-		}
 		if perr := e.poisonStart(ctx, s.scope, s.start, "dispatch_failed"); perr != nil {
 			return nil, fmt.Errorf("%w: drop replay: %w", ErrUnavailable, perr)
 		}
