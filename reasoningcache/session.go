@@ -204,9 +204,12 @@ func (s *Session) finish(ctx context.Context, poison string, delivered bool) {
 	} else {
 		err = s.e.store.ResolveIntent(ctx, id)
 	}
-	if err != nil && !ledger.IsReason(err, ledger.ReasonIntentMissing) {
+	switch {
+	case err != nil && !ledger.IsReason(err, ledger.ReasonIntentMissing):
 		// The intent stays unresolved; Sweep or the next startup poisons it.
 		s.log.Debug("reasoning cache", zap.String("reason", "resolve_failed"), zap.Error(err))
+	case poison != "":
+		s.log.Debug("reasoning cache", zap.String("reason", "position_poisoned"), zap.String("cause", poison))
 	}
 }
 
