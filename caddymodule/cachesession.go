@@ -138,6 +138,14 @@ func (cs *cacheSession) replayed() int {
 	return cs.s.Replayed()
 }
 
+// progress renews the generation inactivity deadline of the session's
+// intent after upstream progress.
+func (cs *cacheSession) progress() {
+	if cs != nil {
+		cs.s.Progress()
+	}
+}
+
 // dropReplay re-plans the request without replay after the upstream
 // rejected replayed reasoning, recording a conflict for those turns.
 func (cs *cacheSession) dropReplay(ctx context.Context, treq *translate.Request) error {

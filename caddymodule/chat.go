@@ -210,6 +210,7 @@ type chatFrames struct {
 }
 
 func (c *chatFrames) Event(dst []byte, name string, data []byte) ([]byte, bool, error) {
+	c.cs.progress() // upstream progress renews the generation's inactivity deadline
 	out, res, err := c.s.Event(dst, name, data)
 	return out, res.Terminal, err
 }

@@ -67,12 +67,16 @@ func (e *Engine) Stats() Stats {
 	return Stats{Sessions: e.active, BytesUsed: e.used, Capacity: e.capacity}
 }
 
-// Sweep is the generation_timeout housekeeping: every unresolved intent
-// inactive for longer than GenerationTimeout is poisoned at its positions
-// and removed. The app runs it periodically.
+// Sweep is the generation_timeout housekeeping for orphaned intents:
+// every unresolved intent that no session of this process watches any
+// more and whose persisted metadata was not renewed for GenerationTimeout
+// is poisoned at its positions and removed. Intents of live sessions are
+// left to their own monotonic inactivity timers (Session.Progress), so
+// neither a long healthy stream nor a wall-clock jump expires them. The
+// app runs it periodically.
 func (e *Engine) Sweep(ctx context.Context) error {
 	before := e.cfg.Now().Add(-e.cfg.GenerationTimeout)
-	n, err := e.store.ExpireIntents(ctx, before, "generation_timeout")
+	n, err := e.store.ExpireOrphanIntents(ctx, before, "generation_timeout", liveIDs(e.store))
 	if err != nil {
 		return fmt.Errorf("reasoningcache: sweep: %w", err)
 	}

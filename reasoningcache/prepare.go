@@ -148,6 +148,7 @@ func (e *Engine) dispatch(ctx context.Context, s *Session, req *Request) error {
 		id, err := e.store.CreateIntent(ctx, creq)
 		if err == nil {
 			s.intent, s.gen, s.plan = id, p.gen, p.steps
+			s.watch.begin(id)
 			if len(p.steps) > 0 {
 				s.input = p.apply(req)
 				s.replayed = len(p.steps)

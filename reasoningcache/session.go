@@ -43,6 +43,8 @@ type Session struct {
 	position int64
 	plan     []ledger.PlanStep
 
+	watch *watch // generation inactivity timer of the intent
+
 	mu        sync.Mutex
 	intent    int64 // 0: nothing to resolve (pass-through, or already ended in the ledger)
 	completed bool  // Complete ran
@@ -54,11 +56,20 @@ type Session struct {
 	lease      *lease
 }
 
+// forgotten is what the cleanup of a session nobody ended needs.
+type forgotten struct {
+	l *lease
+	w *watch
+}
+
 // newSession registers the lease cleanup.
 func newSession(e *Engine, l *lease, log *zap.Logger) *Session {
-	s := &Session{e: e, lease: l, log: log}
+	s := &Session{e: e, lease: l, log: log,
+		watch: &watch{store: e.store, timeout: e.cfg.GenerationTimeout, now: e.cfg.Now, log: log}}
 	if l != nil {
-		runtime.AddCleanup(s, func(l *lease) { l.release() }, l)
+		// a forgotten session frees its memory, and its intent becomes an
+		// orphan for Sweep
+		runtime.AddCleanup(s, func(c forgotten) { c.l.release(); c.w.stop() }, forgotten{l, s.watch})
 	}
 	return s
 }
@@ -141,9 +152,18 @@ func (s *Session) DropReplay(ctx context.Context) ([]json.RawMessage, error) {
 		return s.input, nil
 	}
 	s.intent = id
+	s.watch.begin(id)
 	s.log.Debug("reasoning cache", zap.String("reason", "replay_dropped"), zap.Int("records", len(markers)))
 	return s.input, nil
 }
+
+// Progress tells the session that the upstream generation made progress
+// (an event or body bytes arrived): it renews the generation inactivity
+// deadline, a monotonic timer, and at most once per min(5 s, timeout/4)
+// the intent's persisted deadline metadata. Without progress for
+// GenerationTimeout, the intent is poisoned and removed. It is cheap and
+// safe to call often and from any goroutine.
+func (s *Session) Progress() { s.watch.progress() }
 
 // Delivered ends the session after the response was delivered to the
 // client. The intent is resolved only when Complete durably recorded the
@@ -185,6 +205,10 @@ func (s *Session) finish(ctx context.Context, poison string, delivered bool) {
 	}
 	s.ended = true
 	defer s.lease.release()
+	if !s.watch.stop() {
+		// the inactivity timer poisoned it (or left it to the sweep)
+		s.intent = 0
+	}
 	if s.intent == 0 {
 		return
 	}
