@@ -44,7 +44,7 @@ func (rq *request) prepareCache(ctx context.Context, treq *translate.Request) (c
 	if err != nil {
 		rq.h.logger.Warn("reasoning cache: request not identifiable; relaying without the cache",
 			zap.String("request_id", rq.id), zap.Error(err))
-		return nil, true
+		return nil, rq.fenceCache(ctx, treq.Model)
 	}
 	sess, err := rq.engine.Prepare(ctx, req)
 	switch {
@@ -55,7 +55,7 @@ func (rq *request) prepareCache(ctx context.Context, treq *translate.Request) (c
 	case err != nil:
 		rq.h.logger.Warn("reasoning cache: prepare failed; relaying without the cache",
 			zap.String("request_id", rq.id), zap.Error(err))
-		return nil, true
+		return nil, rq.fenceCache(ctx, treq.Model)
 	}
 	if in := sess.Input(); in != nil {
 		treq.Input = in
