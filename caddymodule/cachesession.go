@@ -138,6 +138,10 @@ func (cs *cacheSession) replayed() int {
 	return cs.s.Replayed()
 }
 
+// handled reports whether the cache handles the request: it holds an
+// intent, so the output will be observed.
+func (cs *cacheSession) handled() bool { return cs != nil && cs.s.Dispatched() }
+
 // progress renews the generation inactivity deadline of the session's
 // intent after upstream progress.
 func (cs *cacheSession) progress() {

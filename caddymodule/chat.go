@@ -41,6 +41,9 @@ func (rq *request) serveChat() {
 	if !ok {
 		return
 	}
+	if !cs.handled() {
+		treq.KeepCallerStorage() // storage is overridden only for cached requests
+	}
 	// a session that is not delivered by the code below ends here: as an
 	// interruption once bytes reached the client, else as a release
 	defer func() { cs.end(false, rq.wroteBody, "not_delivered") }()
