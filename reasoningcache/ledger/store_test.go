@@ -79,6 +79,9 @@ func TestCoverageGap(t *testing.T) {
 
 	s := openTest(t, path, Options{})
 	step := storeTurn(t, s, sc, 1, dig("s0"), dig("e0"), nil)
+	if _, err := s.WriteMarkers(ctx, sc, []Marker{{Kind: MarkerStartPoison, Digest: dig("m0"), Reason: "test"}}); err != nil {
+		t.Fatal(err)
+	}
 	mustClose(t, s)
 
 	// A continuously enabled restart keeps the generation.
@@ -115,6 +118,9 @@ func TestCoverageGap(t *testing.T) {
 	}
 	if _, err := s.Payload(ctx, step.PayloadID); err != nil {
 		t.Fatalf("payload lost: %v", err)
+	}
+	if ms, err := s.Markers(ctx, sc.ID, dig("m0")); err != nil || len(ms) != 1 {
+		t.Fatalf("markers after the gap: %+v (%v), want the one written before it", ms, err)
 	}
 	// Reload-style switching without giving up the file.
 	if err := s.SetEnabled(ctx, false); err != nil {
