@@ -142,6 +142,15 @@ func (cs *cacheSession) replayed() int {
 // intent, so the output will be observed.
 func (cs *cacheSession) handled() bool { return cs != nil && cs.s.Dispatched() }
 
+// captureLimit is the entry allowance a stream's capture keeps at most
+// (0: nothing is captured for the cache anyway).
+func (cs *cacheSession) captureLimit() int64 {
+	if !cs.handled() {
+		return 0
+	}
+	return cs.rq.engine.Config().EntryAllowance
+}
+
 // progress renews the generation inactivity deadline of the session's
 // intent after upstream progress.
 func (cs *cacheSession) progress() {

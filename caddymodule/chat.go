@@ -61,6 +61,7 @@ func (rq *request) serveChat() {
 		Created:      rq.start.Unix(),
 		Model:        treq.Model,
 		IncludeUsage: treq.IncludeUsage,
+		CaptureLimit: cs.captureLimit(),
 	}
 	if treq.Stream {
 		if !isEventStream(resp.Header) {
@@ -220,7 +221,9 @@ func (c *chatFrames) Event(dst []byte, name string, data []byte) ([]byte, bool, 
 
 func (c *chatFrames) Finish(dst []byte) []byte {
 	if c.s.Err() == nil {
-		c.cs.complete(c.ctx, outcomeOf(c.s.Status(), c.s.Snapshot(), c.s.Output(), c.s.DoneItems(), c.s.Sent()))
+		out := outcomeOf(c.s.Status(), c.s.Snapshot(), c.s.Output(), c.s.DoneItems(), c.s.Sent())
+		out.CaptureExceeded = c.s.CaptureExceeded()
+		c.cs.complete(c.ctx, out)
 	}
 	return c.s.Finish(dst)
 }

@@ -30,6 +30,10 @@ type Outcome struct {
 	DoneItems []json.RawMessage
 	// Sent is exactly what the client received.
 	Sent Sent
+	// CaptureExceeded reports that the capture stopped keeping output
+	// items at the entry allowance while it accumulated them: the output
+	// is not known, so its position is poisoned (capture_over_budget).
+	CaptureExceeded bool
 }
 
 // Sent is what the client received, in Chat terms.
@@ -143,6 +147,10 @@ func (s *Session) Complete(ctx context.Context, out Outcome) error {
 func (s *Session) judge(out *Outcome) (verdict, []byte) {
 	e := s.e
 	var v verdict
+	if out.CaptureExceeded {
+		v.poison = "capture_over_budget"
+		return v, nil
+	}
 	switch out.Status {
 	case "completed":
 	case "incomplete":

@@ -172,3 +172,22 @@ func TestReasonCommitFailed(t *testing.T) {
 		t.Fatalf("markers %+v", ms)
 	}
 }
+
+// TestReasonCaptureExceeded: a stream whose capture stopped at the entry
+// allowance has no known output; its position is poisoned.
+func TestReasonCaptureExceeded(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := newConv(t, canonical.ShapeChat)
+	c.user("q1")
+	s, logs := e.logged(c)
+	out := mixedTurns[0].outcome(0)
+	out.Output, out.CaptureExceeded = nil, true
+	must(t, s.Complete(context.Background(), out))
+	s.Delivered(context.Background())
+	wantReason(t, logs, "capture_over_budget")
+	ms, err := e.store.Markers(context.Background(), s.scope.ID, s.start)
+	must(t, err)
+	if len(ms) != 1 || ms[0].Reason != "capture_over_budget" {
+		t.Fatalf("markers %+v", ms)
+	}
+}
