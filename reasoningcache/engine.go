@@ -21,6 +21,11 @@ type Engine struct {
 	secret []byte
 	log    *zap.Logger
 
+	// prep is the one shared preparation workspace (canonical scratch
+	// and the payloads a plan loads while it is validated), which the
+	// shared allowance reserves once: preparations take turns in it.
+	prep chan struct{}
+
 	mu       sync.Mutex
 	capacity int64 // bytes sessions may hold: M minus the shared allowance
 	used     int64 // bytes held by live sessions
@@ -47,6 +52,7 @@ func New(store *ledger.Store, cfg Config) (*Engine, error) {
 		secret:   store.Secret(),
 		log:      cfg.Logger,
 		capacity: cfg.MemoryBudget - cfg.SharedAllowance(),
+		prep:     make(chan struct{}, 1),
 	}, nil
 }
 

@@ -388,3 +388,34 @@ func equalInput(got, want []json.RawMessage) error {
 	}
 	return nil
 }
+
+// TestPreparationsShareOneWorkspace: the canonical scratch and plan loads
+// are reserved once in the budget, so a preparation waits while another
+// holds the workspace (and gives up with its context).
+func TestPreparationsShareOneWorkspace(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := newConv(t, canonical.ShapeChat)
+	c.user("q1")
+	must(t, e.eng.enterWorkspace(context.Background()))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.eng.Prepare(ctx, c.request())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("a preparation ran while another held the workspace: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("waiting preparation: %v, want context.Canceled", err)
+	}
+	e.eng.leaveWorkspace()
+	s := e.prepare(c)
+	s.Release(context.Background())
+	if st := e.eng.Stats(); st.Sessions != 0 {
+		t.Fatalf("stats %+v after the sessions ended", st)
+	}
+}
