@@ -44,7 +44,7 @@ func (rq *request) prepareCache(ctx context.Context, treq *translate.Request) (c
 	if err != nil {
 		rq.h.logger.Warn("reasoning cache: request not identifiable; relaying without the cache",
 			zap.String("request_id", rq.id), zap.Error(err))
-		return nil, true
+		return nil, rq.fenceCache(ctx, treq.Model)
 	}
 	sess, err := rq.engine.Prepare(ctx, req)
 	switch {
@@ -55,7 +55,7 @@ func (rq *request) prepareCache(ctx context.Context, treq *translate.Request) (c
 	case err != nil:
 		rq.h.logger.Warn("reasoning cache: prepare failed; relaying without the cache",
 			zap.String("request_id", rq.id), zap.Error(err))
-		return nil, true
+		return nil, rq.fenceCache(ctx, treq.Model)
 	}
 	if in := sess.Input(); in != nil {
 		treq.Input = in
@@ -76,7 +76,7 @@ func (rq *request) cacheRequest(treq *translate.Request) (reasoningcache.Request
 		Credential: h.apiKey,
 		RelayToken: rq.token,
 		Model:      treq.Model,
-		OpenAIBeta: rq.r.Header.Get("OpenAI-Beta"),
+		OpenAIBeta: effectiveOpenAIBeta(rq.r.Header),
 	}
 	if treq.Shape == translate.ShapeResponses {
 		scope.Shape = canonical.ShapeResponses
@@ -138,6 +138,27 @@ func (cs *cacheSession) replayed() int {
 	return cs.s.Replayed()
 }
 
+// handled reports whether the cache handles the request: it holds an
+// intent, so the output will be observed.
+func (cs *cacheSession) handled() bool { return cs != nil && cs.s.Dispatched() }
+
+// captureLimit is the entry allowance a stream's capture keeps at most
+// (0: nothing is captured for the cache anyway).
+func (cs *cacheSession) captureLimit() int64 {
+	if !cs.handled() {
+		return 0
+	}
+	return cs.rq.engine.Config().EntryAllowance
+}
+
+// progress renews the generation inactivity deadline of the session's
+// intent after upstream progress.
+func (cs *cacheSession) progress() {
+	if cs != nil {
+		cs.s.Progress()
+	}
+}
+
 // dropReplay re-plans the request without replay after the upstream
 // rejected replayed reasoning, recording a conflict for those turns.
 func (cs *cacheSession) dropReplay(ctx context.Context, treq *translate.Request) error {
@@ -150,8 +171,10 @@ func (cs *cacheSession) dropReplay(ctx context.Context, treq *translate.Request)
 }
 
 // complete records the finished upstream response before its terminal
-// chunk or JSON body is written. Failures are logged: the response is
-// still delivered (the engine has poisoned what it could not record).
+// chunk or JSON body is written. Failures are logged and the response is
+// still delivered: a session whose outcome was not recorded never ends
+// with a clean resolve (end poisons its position, or leaves the intent
+// for the sweep).
 func (cs *cacheSession) complete(ctx context.Context, out reasoningcache.Outcome) {
 	if cs == nil || cs.ended {
 		return

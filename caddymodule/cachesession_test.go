@@ -22,24 +22,7 @@ func TestCacheUnavailableIs503(t *testing.T) {
 	up := httptest.NewServer(fake)
 	defer up.Close()
 	cacheJSON, _ := json.Marshal(map[string]any{"database": filepath.Join(t.TempDir(), "ledger.sqlite"), "enabled": true})
-	ctx, err := caddy.ProvisionContext(&caddy.Config{
-		Admin:   &caddy.AdminConfig{Disabled: true},
-		AppsRaw: caddy.ModuleMap{"reasoning_cache": cacheJSON},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &Handler{Upstream: up.URL + "/v1", APIKey: "sk-test", RelayTokens: []string{"tok"}}
-	if err := h.Provision(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer h.Cleanup()
-	if h.cache == nil {
-		t.Fatal("no reasoning_cache app")
-	}
-	if err := h.cache.Start(); err != nil { // caddy.ProvisionContext does not start apps
-		t.Fatal(err)
-	}
+	h := startRelay(t, up.URL, cacheJSON)
 	if h.cache.engine == nil {
 		t.Fatal("the cache engine is not running")
 	}

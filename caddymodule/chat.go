@@ -42,6 +42,9 @@ func (rq *request) serveChat() {
 	if !ok {
 		return
 	}
+	if !cs.handled() {
+		treq.KeepCallerStorage() // storage is overridden only for cached requests
+	}
 	// from here on only the translation is needed: a large client body
 	// can be collected while the request is relayed
 	treq.ReleaseClientBody()
@@ -62,6 +65,7 @@ func (rq *request) serveChat() {
 		Created:      rq.start.Unix(),
 		Model:        treq.Model,
 		IncludeUsage: treq.IncludeUsage,
+		CaptureLimit: cs.captureLimit(),
 	}
 	if treq.Stream {
 		if !isEventStream(resp.Header) {
@@ -223,13 +227,16 @@ type chatFrames struct {
 }
 
 func (c *chatFrames) Event(dst []byte, name string, data []byte) ([]byte, bool, error) {
+	c.cs.progress() // upstream progress renews the generation's inactivity deadline
 	out, res, err := c.s.Event(dst, name, data)
 	return out, res.Terminal, err
 }
 
 func (c *chatFrames) Finish(dst []byte) []byte {
 	if c.s.Err() == nil {
-		c.cs.complete(c.ctx, outcomeOf(c.s.Status(), c.s.Snapshot(), c.s.Output(), c.s.DoneItems(), c.s.Sent()))
+		out := outcomeOf(c.s.Status(), c.s.Snapshot(), c.s.Output(), c.s.DoneItems(), c.s.Sent())
+		out.CaptureExceeded = c.s.CaptureExceeded()
+		c.cs.complete(c.ctx, out)
 	}
 	return c.s.Finish(dst)
 }

@@ -42,6 +42,10 @@ func (rq *request) serveResponses() {
 
 	ctx, cancel := context.WithCancelCause(rq.r.Context())
 	defer cancel(errFinished)
+	// the cache does not observe this generation: fence what it may touch
+	if !rq.fenceCache(ctx, probe.Model) {
+		return
+	}
 	idle := transport.NewWatchdog(time.Duration(h.IdleTimeout), func() { cancel(errUpstreamIdle) })
 	defer idle.Stop()
 

@@ -30,6 +30,10 @@ type Outcome struct {
 	DoneItems []json.RawMessage
 	// Sent is exactly what the client received.
 	Sent Sent
+	// CaptureExceeded reports that the capture stopped keeping output
+	// items at the entry allowance while it accumulated them: the output
+	// is not known, so its position is poisoned (capture_over_budget).
+	CaptureExceeded bool
 }
 
 // Sent is what the client received, in Chat terms.
@@ -79,11 +83,13 @@ type verdict struct {
 // returns once the ledger has committed. It never makes an otherwise valid
 // response fail: problems with the capture (a projection that does not
 // match what the client received, drifting copies, an unpredictable
-// envelope, an over-budget output) become a start-poison marker at the
-// request's position. A returned error only reports that the ledger could
-// not commit; the handler may still deliver (the intent then stays
-// unresolved and is poisoned later). Complete runs at most once per
-// session; on a pass-through session it does nothing.
+// envelope) become a start-poison marker at the request's position. A
+// returned error only reports that the ledger could not commit the
+// observation or the poison; the handler may still deliver, because the
+// session then never resolves the intent cleanly: Delivered and Release
+// poison the position, and if that fails too the intent stays unresolved
+// until Sweep or the next startup poisons it. Complete runs at most once
+// per session; on a pass-through session it does nothing.
 func (s *Session) Complete(ctx context.Context, out Outcome) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -100,6 +106,7 @@ func (s *Session) Complete(ctx context.Context, out Outcome) error {
 		s.log.Debug("reasoning cache", zap.String("reason", v.poison))
 		err := e.store.PoisonIntent(ctx, s.intent, v.poison)
 		if err != nil && !ledger.IsReason(err, ledger.ReasonIntentMissing) {
+			s.unrecorded = v.poison
 			return fmt.Errorf("reasoningcache: complete: %w", err)
 		}
 		if err == nil {
@@ -129,6 +136,8 @@ func (s *Session) Complete(ctx context.Context, out Outcome) error {
 			s.intent = 0 // swept meanwhile: its position is poisoned already
 			return nil
 		}
+		s.unrecorded = "commit_failed"
+		s.log.Debug("reasoning cache", zap.String("reason", "commit_failed"))
 		return fmt.Errorf("reasoningcache: complete: %w", err)
 	}
 	e.counters.committed(res, len(req.Payload))
@@ -145,15 +154,22 @@ func (s *Session) Complete(ctx context.Context, out Outcome) error {
 func (s *Session) judge(out *Outcome) (verdict, []byte) {
 	e := s.e
 	var v verdict
-	if out.Status != "completed" && out.Status != "incomplete" {
+	if out.CaptureExceeded {
+		v.poison = "capture_over_budget"
+		return v, nil
+	}
+	switch out.Status {
+	case "completed":
+	case "incomplete":
+		// The design: failed or incomplete output poisons its position
+		// (a cut-off answer is not one the model would give again).
+		v.poison = "incomplete"
+		return v, nil
+	default:
 		v.poison = "unknown_outcome"
 		return v, nil
 	}
 	payload := joinArray(out.Output)
-	if int64(len(payload)) > e.cfg.EntryAllowance {
-		v.poison = "capture_over_budget"
-		return v, nil
-	}
 	items := make([]outItem, len(out.Output))
 	for i, raw := range out.Output {
 		if json.Unmarshal(raw, &items[i]) != nil {
@@ -193,10 +209,11 @@ func (s *Session) judge(out *Outcome) (verdict, []byte) {
 		v.poison = "prediction_refused"
 		return v, nil
 	}
+	// Observation first: whether the payload fits decides only admission.
 	v.observe, v.endDigest, v.envFP = true, b.EndDigest.String(), b.Fingerprint.String()
 	switch {
-	case out.Status != "completed":
-		v.why = "incomplete"
+	case int64(len(payload)) > min(e.cfg.EntryAllowance, e.store.MaxPayloadBytes()):
+		v.why = "capture_over_budget"
 	case !supported:
 		v.why = "unsupported_item"
 	case !reasoning:

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/canonical"
+	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/ledger"
 )
 
 // Defaults of Config.
@@ -36,7 +37,9 @@ type Config struct {
 	MemoryBudget int64
 	// MaxConcurrent bounds the full-cache sessions at once (default 10).
 	MaxConcurrent int
-	// EntryAllowance bounds one captured output (default 4 MiB).
+	// EntryAllowance bounds one captured output (default 4 MiB). It may
+	// not exceed the ledger's payload limit (16 MiB): an admitted output
+	// must always fit a ledger payload.
 	EntryAllowance int64
 	// ReplayCeiling bounds the replayed output bytes of one request
 	// (default 16 MiB).
@@ -118,6 +121,9 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("reasoningcache: max_concurrent %d is negative", c.MaxConcurrent)
 	case c.EntryAllowance < 0:
 		return c, fmt.Errorf("reasoningcache: entry_allowance %d is negative", c.EntryAllowance)
+	case c.EntryAllowance > ledger.DefaultMaxPayloadBytes:
+		return c, fmt.Errorf("reasoningcache: entry_allowance %d is above the ledger's payload limit of %d bytes",
+			c.EntryAllowance, int64(ledger.DefaultMaxPayloadBytes))
 	case c.ReplayCeiling < 0:
 		return c, fmt.Errorf("reasoningcache: replay_ceiling %d is negative", c.ReplayCeiling)
 	case c.MaxPlanRecords < 0:

@@ -23,6 +23,11 @@ type Engine struct {
 
 	counters *Counters
 
+	// prep is the one shared preparation workspace (canonical scratch
+	// and the payloads a plan loads while it is validated), which the
+	// shared allowance reserves once: preparations take turns in it.
+	prep chan struct{}
+
 	mu       sync.Mutex
 	capacity int64 // bytes sessions may hold: M minus the shared allowance
 	used     int64 // bytes held by live sessions
@@ -40,6 +45,9 @@ func New(store *ledger.Store, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	if limit := store.MaxPayloadBytes(); cfg.EntryAllowance > limit {
+		return nil, fmt.Errorf("reasoningcache: entry_allowance %d is above the ledger's payload limit of %d bytes", cfg.EntryAllowance, limit)
+	}
 	return &Engine{
 		store:    store,
 		cfg:      cfg,
@@ -47,6 +55,7 @@ func New(store *ledger.Store, cfg Config) (*Engine, error) {
 		log:      cfg.Logger,
 		capacity: cfg.MemoryBudget - cfg.SharedAllowance(),
 		counters: cfg.Counters,
+		prep:     make(chan struct{}, 1),
 	}, nil
 }
 
@@ -67,12 +76,16 @@ func (e *Engine) Stats() Stats {
 	return Stats{Sessions: e.active, BytesUsed: e.used, Capacity: e.capacity}
 }
 
-// Sweep is the generation_timeout housekeeping: every unresolved intent
-// inactive for longer than GenerationTimeout is poisoned at its positions
-// and removed. The app runs it periodically.
+// Sweep is the generation_timeout housekeeping for orphaned intents:
+// every unresolved intent that no session of this process watches any
+// more and whose persisted metadata was not renewed for GenerationTimeout
+// is poisoned at its positions and removed. Intents of live sessions are
+// left to their own monotonic inactivity timers (Session.Progress), so
+// neither a long healthy stream nor a wall-clock jump expires them. The
+// app runs it periodically.
 func (e *Engine) Sweep(ctx context.Context) error {
 	before := e.cfg.Now().Add(-e.cfg.GenerationTimeout)
-	n, err := e.store.ExpireIntents(ctx, before, "generation_timeout")
+	n, err := e.store.ExpireOrphanIntents(ctx, before, "generation_timeout", liveIDs(e.store))
 	if err != nil {
 		return fmt.Errorf("reasoningcache: sweep: %w", err)
 	}

@@ -34,9 +34,17 @@ func TestReplaySurvivesRestart(t *testing.T) {
 	eng, err = New(st, Config{})
 	must(t, err)
 	e = &env{t: t, store: st, eng: eng, clk: newClock()}
-	// The interrupted request's position was poisoned at startup...
-	if s := e.prepare(c); s.Skip() != "start_poisoned" || s.Replayed() != 0 {
+	// The interrupted request's position was poisoned at startup; a retry
+	// there still replays the earlier block and is observed...
+	if s := e.prepare(c); s.Skip() != "" || s.Replayed() != 1 || !s.Dispatched() {
 		t.Fatalf("retry after restart: skip %q replayed %d", s.Skip(), s.Replayed())
+	} else {
+		ms, err := st.Markers(context.Background(), s.scope.ID, s.start)
+		must(t, err)
+		if len(ms) != 1 || ms[0].Reason != "unresolved_at_startup" {
+			t.Fatalf("markers at the interrupted position: %+v", ms)
+		}
+		s.Release(context.Background())
 	}
 	// ...but the conversation goes on with its earlier block replayed.
 	c.assistant(1, mixedTurns[0])

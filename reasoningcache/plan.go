@@ -22,6 +22,22 @@ type plan struct {
 	ranges [][2]int
 	items  [][]json.RawMessage
 	bytes  int64 // replayed payload bytes
+
+	snapshots []string // model snapshot of each step's record
+	sizes     []int64  // payload bytes of each step
+}
+
+// prefix returns the plan's first n steps.
+func (p plan) prefix(n int) plan {
+	if n == len(p.steps) {
+		return p
+	}
+	q := plan{gen: p.gen, steps: p.steps[:n], ranges: p.ranges[:n], items: p.items[:n],
+		snapshots: p.snapshots[:n], sizes: p.sizes[:n]}
+	for _, sz := range q.sizes {
+		q.bytes += sz
+	}
+	return q
 }
 
 // apply returns req.Input with every planned block replaced.
@@ -183,8 +199,28 @@ func (v *validator) validate(steps []ledger.PlanStep) (plan, string) {
 		p.ranges = append(p.ranges, rng)
 		p.items = append(p.items, items)
 		p.bytes += pl.Size
+		p.snapshots = append(p.snapshots, o.ModelSnapshot)
+		p.sizes = append(p.sizes, pl.Size)
 	}
-	return p, why
+	return v.inheritSnapshot(p, why)
+}
+
+// inheritSnapshot applies the snapshot heuristic the design's way: only
+// the record that determines the plan (its last step) must carry an
+// accepted snapshot, and the earlier blocks inherit that acceptance. A
+// plan whose last step is not accepted falls back to its longest prefix
+// whose last step is. The heuristic only avoids replay the provider may
+// refuse; it never decides which output belongs where.
+func (v *validator) inheritSnapshot(p plan, why string) (plan, string) {
+	for n := len(p.steps); n > 0; n-- {
+		if v.snapshotAccepted(p.snapshots[n-1]) {
+			if n < len(p.steps) {
+				why = "snapshot_rejected"
+			}
+			return p.prefix(n), why
+		}
+	}
+	return plan{gen: p.gen}, "snapshot_rejected"
 }
 
 // checkStep validates one step against its block in the current history.
@@ -210,9 +246,6 @@ func (v *validator) checkStep(st ledger.PlanStep, o ledger.Observation, b canoni
 		if id != o.IntentID {
 			return "competing_intent"
 		}
-	}
-	if !v.snapshotAccepted(o.ModelSnapshot) {
-		return "snapshot_rejected"
 	}
 	return ""
 }

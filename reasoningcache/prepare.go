@@ -73,7 +73,11 @@ func (e *Engine) Prepare(ctx context.Context, req Request) (s *Session, err erro
 	if !validSpans(req.Spans, len(req.History), len(req.Input)) {
 		return pass("invalid_spans"), nil
 	}
+	if err := e.enterWorkspace(ctx); err != nil {
+		return nil, fmt.Errorf("reasoningcache: identify: %w", err)
+	}
 	d, err := canonical.HistoryDigests(e.secret, req.Scope, req.History, e.cfg.Limits)
+	e.leaveWorkspace()
 	if err != nil {
 		return nil, fmt.Errorf("reasoningcache: identify: %w", err)
 	}
@@ -126,10 +130,14 @@ func (e *Engine) dispatch(ctx context.Context, s *Session, req *Request) error {
 		var p plan
 		if attempt < 2 {
 			var reason string
+			if err := e.enterWorkspace(ctx); err != nil {
+				return fmt.Errorf("reasoningcache: plan: %w", err)
+			}
 			p, reason = e.plan(ctx, s.scope, s.d, req)
 			if reason != "" {
 				s.log.Debug("reasoning cache", zap.String("reason", reason))
 			}
+			// the loaded payloads leave the workspace only inside the lease
 			if need := 2 * p.bytes; len(p.steps) > 0 && need > reserved {
 				if !s.lease.grow(need - reserved) {
 					s.log.Debug("reasoning cache", zap.String("reason", "replay_capacity"))
@@ -139,6 +147,7 @@ func (e *Engine) dispatch(ctx context.Context, s *Session, req *Request) error {
 					reserved = need
 				}
 			}
+			e.leaveWorkspace()
 		}
 		creq := ledger.CreateIntentRequest{
 			Scope: s.scope, StartDigest: s.start, StartPosition: s.position,
@@ -150,6 +159,7 @@ func (e *Engine) dispatch(ctx context.Context, s *Session, req *Request) error {
 		id, err := e.store.CreateIntent(ctx, creq)
 		if err == nil {
 			s.intent, s.gen, s.plan = id, p.gen, p.steps
+			s.watch.begin(id)
 			if len(p.steps) > 0 {
 				s.input = p.apply(req)
 				s.replayed = len(p.steps)
@@ -158,9 +168,6 @@ func (e *Engine) dispatch(ctx context.Context, s *Session, req *Request) error {
 		}
 		var ve *ledger.ValidationError
 		switch {
-		case ledger.IsReason(err, ledger.ReasonStartPoisoned) && len(creq.Plan) == 0:
-			s.skip = "start_poisoned"
-			return nil
 		case errors.Is(err, ledger.ErrDisabled):
 			s.skip = "disabled"
 			return nil
@@ -177,6 +184,22 @@ func (e *Engine) dispatch(ctx context.Context, s *Session, req *Request) error {
 		return nil
 	}
 }
+
+// enterWorkspace waits for the shared preparation workspace: canonical
+// scratch and the payloads a plan loads are reserved once in the budget
+// (SharedAllowance), so concurrent preparations take turns. A plan's
+// payloads stay with the session afterwards only once its lease has grown
+// by them.
+func (e *Engine) enterWorkspace(ctx context.Context) error {
+	select {
+	case e.prep <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (e *Engine) leaveWorkspace() { <-e.prep }
 
 // poisonStart writes a start-poison marker for a request's position.
 func (e *Engine) poisonStart(ctx context.Context, sc ledger.Scope, start, reason string) error {

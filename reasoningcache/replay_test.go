@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/canonical"
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/ledger"
@@ -255,29 +256,41 @@ func TestProjectionMismatchPoisons(t *testing.T) {
 	}
 }
 
-func TestIncompleteIsObservedNotAdmitted(t *testing.T) {
+// TestIncompletePoisonsItsPosition: an incomplete answer (cut off by
+// max_output_tokens or a content filter) poisons its position, as the
+// design says, and costs only that turn: the retry at the same position
+// still replays the earlier block.
+func TestIncompletePoisonsItsPosition(t *testing.T) {
 	e := newEnv(t, Config{})
 	c := newConv(t, canonical.ShapeChat)
 	c.user("q1")
-	out := turn{text: "partial"}.outcome(0)
+	e.runTurn(c, 0, mixedTurns[0])
+	c.assistant(0, mixedTurns[0])
+	c.user("q2")
+	out := turn{text: "partial"}.outcome(1)
 	out.Status = "incomplete"
 	s := e.prepare(c)
 	must(t, s.Complete(context.Background(), out))
 	s.Delivered(context.Background())
-	c.assistant(0, turn{text: "partial"})
-	c.user("q2")
-	s = e.prepare(c)
-	if s.Replayed() != 0 {
-		t.Fatalf("replayed an incomplete output")
-	}
-	cands, err := e.store.Candidates(context.Background(), s.scope.ID, s.d.Blocks[0].EndDigest.String())
+	ms, err := e.store.Markers(context.Background(), s.scope.ID, s.start)
 	must(t, err)
-	if len(cands) != 1 || cands[0].Replayable || cands[0].PayloadID != 0 {
-		t.Fatalf("candidates %+v, want one observation without payload", cands)
+	if len(ms) != 1 || ms[0].Kind != ledger.MarkerStartPoison || ms[0].Reason != "incomplete" {
+		t.Fatalf("markers %+v, want the incomplete start-poison", ms)
 	}
-	s.Release(context.Background())
+	// The client keeps the partial answer and goes on.
+	c.assistant(1, turn{text: "partial"})
+	c.user("q3")
+	s = e.prepare(c)
+	defer s.Release(context.Background())
+	if s.Replayed() != 0 {
+		t.Fatalf("replayed %d beneath an incomplete answer with no record", s.Replayed())
+	}
 }
 
+// TestInterruptedPoisonsTheStart: a stopped answer poisons its position,
+// and that costs one turn: the retry replays the earlier block and is
+// observed, its own output stays unreplayable at the poisoned position,
+// and later turns replay every other block around it.
 func TestInterruptedPoisonsTheStart(t *testing.T) {
 	e := newEnv(t, Config{})
 	c := newConv(t, canonical.ShapeChat)
@@ -292,13 +305,35 @@ func TestInterruptedPoisonsTheStart(t *testing.T) {
 	s.Abandon(context.Background(), "client_gone")
 	s.Abandon(context.Background(), "client_gone") // no-op
 	s.Delivered(context.Background())              // no-op
-	// A retry from the same position replays nothing and is not captured.
+	// The retry from the same position replays the earlier block and is
+	// observed.
 	s = e.prepare(c)
-	if s.Replayed() != 0 || s.Skip() != "start_poisoned" || s.Dispatched() {
+	if s.Replayed() != 1 || s.Skip() != "" || !s.Dispatched() {
 		t.Fatalf("retry: replayed %d, skip %q, dispatched %v", s.Replayed(), s.Skip(), s.Dispatched())
 	}
-	sameInput(t, s.Input(), c.input)
-	s.Release(context.Background())
+	sameInput(t, s.Input(), c.want(0))
+	retry := turn{text: "Retried answer."}
+	must(t, s.Complete(context.Background(), retry.outcome(1)))
+	s.Delivered(context.Background())
+	c.assistant(1, retry)
+	// The next turn replays block 0 but not the retry (its position is
+	// poisoned); the turn after replays 0 and 2 around it.
+	c.user("q3")
+	s = e.prepare(c)
+	if s.Replayed() != 1 {
+		t.Fatalf("turn 3: replayed %d, want 1", s.Replayed())
+	}
+	sameInput(t, s.Input(), c.want(0))
+	must(t, s.Complete(context.Background(), mixedTurns[4].outcome(2)))
+	s.Delivered(context.Background())
+	c.assistant(2, mixedTurns[4])
+	c.user("q4")
+	s = e.prepare(c)
+	defer s.Release(context.Background())
+	if s.Replayed() != 2 {
+		t.Fatalf("turn 4: replayed %d, want 2", s.Replayed())
+	}
+	sameInput(t, s.Input(), c.want(0, 2))
 }
 
 func TestScopesNeverShare(t *testing.T) {
@@ -448,4 +483,34 @@ func TestReasoningWithoutCiphertextIsNotAdmitted(t *testing.T) {
 	if s := e.prepare(c); s.Replayed() != 1 {
 		t.Fatalf("control replayed %d", s.Replayed())
 	}
+}
+
+// TestSnapshotIsInheritedFromTheDeterminingRecord: the design checks the
+// snapshot of the record that determines the plan; earlier blocks inherit
+// its acceptance. A block produced by an older snapshot stays replayable
+// beneath a newer record that was generated with it.
+func TestSnapshotIsInheritedFromTheDeterminingRecord(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := newConv(t, canonical.ShapeChat)
+	c.user("q1")
+	e.runTurn(c, 0, mixedTurns[0]) // snapshot gpt-5.2-2025-12-11
+	c.assistant(0, mixedTurns[0])
+	c.user("q2")
+	s := e.prepare(c)
+	if s.Replayed() != 1 {
+		t.Fatalf("turn 1: replayed %d, want 1", s.Replayed())
+	}
+	out := mixedTurns[4].outcome(1)
+	out.Model = "gpt-5.2-2026-01-15" // the scope moved to a new snapshot
+	must(t, s.Complete(context.Background(), out))
+	s.Delivered(context.Background())
+	c.assistant(1, mixedTurns[4])
+	c.user("q3")
+	e.clk.Add(25 * time.Hour) // the old snapshot alone would be refused now
+	s = e.prepare(c)
+	defer s.Release(context.Background())
+	if s.Replayed() != 2 {
+		t.Fatalf("replayed %d, want 2 (block 0 inherits the acceptance of block 1's record)", s.Replayed())
+	}
+	sameInput(t, s.Input(), c.want(0, 1))
 }

@@ -43,18 +43,33 @@ type Session struct {
 	position int64
 	plan     []ledger.PlanStep
 
+	watch *watch // generation inactivity timer of the intent
+
 	mu        sync.Mutex
 	intent    int64 // 0: nothing to resolve (pass-through, or already ended in the ledger)
 	completed bool  // Complete ran
-	ended     bool
-	lease     *lease
+	// unrecorded is the reason code Complete could not commit: the
+	// outcome is not durably recorded, so the session must not end with a
+	// clean resolve (finish poisons instead, or leaves the intent).
+	unrecorded string
+	ended      bool
+	lease      *lease
+}
+
+// forgotten is what the cleanup of a session nobody ended needs.
+type forgotten struct {
+	l *lease
+	w *watch
 }
 
 // newSession registers the lease cleanup.
 func newSession(e *Engine, l *lease, log *zap.Logger) *Session {
-	s := &Session{e: e, lease: l, log: log}
+	s := &Session{e: e, lease: l, log: log,
+		watch: &watch{store: e.store, timeout: e.cfg.GenerationTimeout, now: e.cfg.Now, log: log}}
 	if l != nil {
-		runtime.AddCleanup(s, func(l *lease) { l.release() }, l)
+		// a forgotten session frees its memory, and its intent becomes an
+		// orphan for Sweep
+		runtime.AddCleanup(s, func(c forgotten) { c.l.release(); c.w.stop() }, forgotten{l, s.watch})
 	}
 	return s
 }
@@ -81,7 +96,9 @@ func (s *Session) Replayed() int {
 // Skip returns "" when the request runs with the full cache (planned,
 // dispatched and captured), or the fixed reason code why caching is off
 // for it: a canonical refusal ("refused_" + reason), "capacity",
-// "disabled", "start_poisoned", "invalid_spans", ...
+// "disabled", "invalid_spans", "dispatch_failed", ... A request at a
+// poisoned position is not skipped: it replays its valid plan and is
+// observed, and only its own output stays unreplayable there.
 func (s *Session) Skip() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -129,10 +146,6 @@ func (s *Session) DropReplay(ctx context.Context) ([]json.RawMessage, error) {
 		Deadline: e.cfg.Now().Add(e.cfg.GenerationTimeout),
 	})
 	if err != nil {
-		if ledger.IsReason(err, ledger.ReasonStartPoisoned) {
-			s.skip = "start_poisoned"
-			return s.input, nil
-		}
 		if perr := e.poisonStart(ctx, s.scope, s.start, "dispatch_failed"); perr != nil {
 			return nil, fmt.Errorf("%w: drop replay: %w", ErrUnavailable, perr)
 		}
@@ -140,15 +153,29 @@ func (s *Session) DropReplay(ctx context.Context) ([]json.RawMessage, error) {
 		return s.input, nil
 	}
 	s.intent = id
+	s.watch.begin(id)
 	s.log.Debug("reasoning cache", zap.String("reason", "replay_dropped"), zap.Int("records", len(markers)))
 	e.counters.replayResends.Add(1)
 	return s.input, nil
 }
 
+// Progress tells the session that the upstream generation made progress
+// (an event or body bytes arrived): it renews the generation inactivity
+// deadline, a monotonic timer, and at most once per min(5 s, timeout/4)
+// the intent's persisted deadline metadata. Without progress for
+// GenerationTimeout, the intent is poisoned and removed. It is cheap and
+// safe to call often and from any goroutine.
+func (s *Session) Progress() { s.watch.progress() }
+
 // Delivered ends the session after the response was delivered to the
-// client: the intent is resolved.
+// client. The intent is resolved only when Complete durably recorded the
+// outcome; otherwise (Complete failed to commit, or was never called) the
+// position is poisoned instead, and if even that fails the intent stays
+// unresolved so that Sweep or the next startup poisons it. A delivered
+// answer whose outcome the ledger does not know never leaves its position
+// clean.
 func (s *Session) Delivered(ctx context.Context) {
-	s.finish(ctx, "")
+	s.finish(ctx, "", true)
 }
 
 // Abandon ends the session for an unknown or interrupted outcome (the
@@ -161,17 +188,18 @@ func (s *Session) Abandon(ctx context.Context, why string) {
 	if !reasonCode(why) {
 		why = "abandoned"
 	}
-	s.finish(ctx, why)
+	s.finish(ctx, why, false)
 }
 
 // Release ends the session after a known failure without output (an
 // upstream HTTP error before any stream): the intent is resolved without a
-// marker.
+// marker, unless Complete ran and could not record its outcome (then the
+// position is poisoned as for Delivered).
 func (s *Session) Release(ctx context.Context) {
-	s.finish(ctx, "")
+	s.finish(ctx, "", false)
 }
 
-func (s *Session) finish(ctx context.Context, poison string) {
+func (s *Session) finish(ctx context.Context, poison string, delivered bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
@@ -179,8 +207,20 @@ func (s *Session) finish(ctx context.Context, poison string) {
 	}
 	s.ended = true
 	defer s.lease.release()
+	if !s.watch.stop() {
+		// the inactivity timer poisoned it (or left it to the sweep)
+		s.intent = 0
+	}
 	if s.intent == 0 {
 		return
+	}
+	switch {
+	case poison != "":
+	case s.unrecorded != "":
+		poison = s.unrecorded
+	case delivered && !s.completed:
+		// delivered without an outcome the ledger knows
+		poison = "not_recorded"
 	}
 	id := s.intent
 	s.intent = 0
@@ -193,9 +233,12 @@ func (s *Session) finish(ctx context.Context, poison string) {
 	} else {
 		err = s.e.store.ResolveIntent(ctx, id)
 	}
-	if err != nil && !ledger.IsReason(err, ledger.ReasonIntentMissing) {
+	switch {
+	case err != nil && !ledger.IsReason(err, ledger.ReasonIntentMissing):
 		// The intent stays unresolved; Sweep or the next startup poisons it.
 		s.log.Debug("reasoning cache", zap.String("reason", "resolve_failed"), zap.Error(err))
+	case poison != "":
+		s.log.Debug("reasoning cache", zap.String("reason", "position_poisoned"), zap.String("cause", poison))
 	}
 }
 

@@ -153,31 +153,119 @@ func TestForgottenSessionReleasesMemory(t *testing.T) {
 	}
 }
 
-func TestSweep(t *testing.T) {
+// TestSweepLeavesLiveGenerations: the sweep works on the wall clock, so it
+// takes only orphaned intents; a live session's generation is left to its
+// monotonic inactivity timer, and a forward clock jump (or a healthy
+// stream longer than the timeout) does not poison it.
+func TestSweepLeavesLiveGenerations(t *testing.T) {
 	e := newEnv(t, Config{GenerationTimeout: time.Minute})
 	c := newConv(t, canonical.ShapeChat)
 	c.user("q1")
 	s := e.prepare(c)
-	e.clk.Add(30 * time.Second)
+	e.clk.Add(time.Hour)
 	must(t, e.eng.Sweep(context.Background()))
-	if !s.Dispatched() {
-		t.Fatal("not dispatched")
-	}
 	if in, _ := e.store.UnresolvedIntents(context.Background(), 10); len(in) != 1 {
-		t.Fatalf("a fresh intent was swept")
+		t.Fatal("the sweep expired a live generation after a clock jump")
 	}
-	e.clk.Add(time.Minute)
-	must(t, e.eng.Sweep(context.Background()))
-	if in, _ := e.store.UnresolvedIntents(context.Background(), 10); len(in) != 0 {
-		t.Fatalf("a stale intent survived")
+	must(t, s.Complete(context.Background(), mixedTurns[0].outcome(0)))
+	s.Delivered(context.Background())
+	c.assistant(0, mixedTurns[0])
+	c.user("q2")
+	s = e.prepare(c)
+	defer s.Release(context.Background())
+	if s.Replayed() != 1 {
+		t.Fatalf("replayed %d, want 1", s.Replayed())
 	}
-	// The late completion is harmless and the position stays poisoned.
+}
+
+// TestInactivityTimer drives the watch's timer callback by hand: a stale
+// callback (an earlier revision) is ignored, a callback after recent
+// progress re-arms, and one after GenerationTimeout without progress
+// poisons the position; the late completion is then harmless.
+func TestInactivityTimer(t *testing.T) {
+	e := newEnv(t, Config{GenerationTimeout: time.Hour})
+	c := newConv(t, canonical.ShapeChat)
+	c.user("q1")
+	s := e.prepare(c)
+	w := s.watch
+	unresolved := func() int {
+		in, err := e.store.UnresolvedIntents(context.Background(), 10)
+		must(t, err)
+		return len(in)
+	}
+	w.mu.Lock()
+	rev := w.rev
+	w.mu.Unlock()
+	s.Progress()
+	w.fire(rev - 1) // stale
+	w.fire(rev)     // current, but there was progress just now: re-arms
+	if unresolved() != 1 {
+		t.Fatal("the timer expired a generation that made progress")
+	}
+	w.mu.Lock()
+	w.last = time.Now().Add(-2 * time.Hour) // no progress for the timeout
+	rev = w.rev
+	w.mu.Unlock()
+	w.fire(rev - 1) // stale again
+	if unresolved() != 1 {
+		t.Fatal("a stale timer callback expired the generation")
+	}
+	w.fire(rev)
+	if unresolved() != 0 {
+		t.Fatal("an inactive generation survived its timer")
+	}
 	must(t, s.Complete(context.Background(), turn{text: "late"}.outcome(0)))
 	s.Delivered(context.Background())
 	ms, err := e.store.MarkersAt(context.Background(), s.scope.ID, []string{s.start})
 	must(t, err)
 	if len(ms) != 1 || ms[0].Reason != "generation_timeout" {
 		t.Fatalf("markers %+v", ms)
+	}
+}
+
+// TestPersistedDeadlineIsCoalesced: progress renews the intent's persisted
+// deadline metadata at most once per min(5 s, timeout/4).
+func TestPersistedDeadlineIsCoalesced(t *testing.T) {
+	if got := persistEvery(8 * time.Second); got != 2*time.Second {
+		t.Fatalf("persistEvery(8s) = %v", got)
+	}
+	if got := persistEvery(time.Hour); got != 5*time.Second {
+		t.Fatalf("persistEvery(1h) = %v", got)
+	}
+	e := newEnv(t, Config{GenerationTimeout: time.Hour})
+	c := newConv(t, canonical.ShapeChat)
+	c.user("q1")
+	s := e.prepare(c)
+	defer s.Release(context.Background())
+	deadline := func() time.Time {
+		in, err := e.store.UnresolvedIntents(context.Background(), 10)
+		must(t, err)
+		if len(in) != 1 {
+			t.Fatalf("%d intents", len(in))
+		}
+		return in[0].Deadline
+	}
+	first := deadline()
+	e.clk.Add(time.Minute)
+	for range 100 {
+		s.Progress()
+	}
+	if !deadline().Equal(first) {
+		t.Fatal("the persisted deadline was renewed within the coalescing window")
+	}
+	s.watch.mu.Lock()
+	s.watch.persisted = time.Now().Add(-6 * time.Second)
+	s.watch.mu.Unlock()
+	s.Progress()
+	for range 100 {
+		s.Progress()
+	}
+	limit := time.Now().Add(10 * time.Second)
+	for deadline().Equal(first) && time.Now().Before(limit) {
+		time.Sleep(5 * time.Millisecond) // the update runs off the caller's path
+	}
+	if want := e.clk.Now().Add(time.Hour); !deadline().Equal(want.Truncate(time.Millisecond)) {
+		t.Fatalf("deadline %v, want %v", deadline(), want)
 	}
 }
 
@@ -299,4 +387,35 @@ func equalInput(got, want []json.RawMessage) error {
 		}
 	}
 	return nil
+}
+
+// TestPreparationsShareOneWorkspace: the canonical scratch and plan loads
+// are reserved once in the budget, so a preparation waits while another
+// holds the workspace (and gives up with its context).
+func TestPreparationsShareOneWorkspace(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := newConv(t, canonical.ShapeChat)
+	c.user("q1")
+	must(t, e.eng.enterWorkspace(context.Background()))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.eng.Prepare(ctx, c.request())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("a preparation ran while another held the workspace: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("waiting preparation: %v, want context.Canceled", err)
+	}
+	e.eng.leaveWorkspace()
+	s := e.prepare(c)
+	s.Release(context.Background())
+	if st := e.eng.Stats(); st.Sessions != 0 {
+		t.Fatalf("stats %+v after the sessions ended", st)
+	}
 }

@@ -17,6 +17,12 @@ type ChatOptions struct {
 	Model string
 	// IncludeUsage adds the usage chunk to a stream.
 	IncludeUsage bool
+	// CaptureLimit bounds, for a stream, the bytes of original output
+	// items kept for the reasoning cache: the output_item.done copies and
+	// the terminal output each. Past it the copies are dropped as they
+	// accumulate and Stream.CaptureExceeded reports it; the client's
+	// answer is unaffected. 0 means no limit.
+	CaptureLimit int64
 }
 
 // Completion is a converted non-streaming answer.

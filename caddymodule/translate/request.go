@@ -49,7 +49,8 @@ type Request struct {
 	// IncludeUsage is stream_options.include_usage (consumed, never sent upstream).
 	IncludeUsage bool
 	// Eligible marks a reasoning model: store:false and
-	// include:["reasoning.encrypted_content"] are forced.
+	// include:["reasoning.encrypted_content"] are set (see
+	// KeepCallerStorage for requests the cache does not handle).
 	Eligible bool
 	// Fields are the top-level upstream fields other than input, in a
 	// stable order: model first, then known fields in a fixed order, then
@@ -60,6 +61,23 @@ type Request struct {
 	// History is the client's visible history, one entry per message (Chat)
 	// or input item (Responses shape).
 	History []Message
+
+	callerStore, callerInclude json.RawMessage // explicit caller values an eligible request overrode
+}
+
+// KeepCallerStorage puts the caller's explicit store and include values
+// back on an eligible request: the relay overrides them (store:false and
+// the reasoning include) only for requests the reasoning cache handles, so
+// a request relayed with the cache disabled or bypassed goes upstream with
+// what the caller asked for. Values the caller did not send keep the
+// relay's.
+func (r *Request) KeepCallerStorage() {
+	if r.callerStore != nil {
+		r.SetField("store", r.callerStore)
+	}
+	if r.callerInclude != nil {
+		r.SetField("include", r.callerInclude)
+	}
 }
 
 // Message is one visible history entry as the client sent it.

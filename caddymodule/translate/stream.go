@@ -43,6 +43,9 @@ type Stream struct {
 	haveOutput bool
 	status     string // terminal status: completed, incomplete, failed
 	snapshot   string // the terminal response's model
+
+	doneBytes   int64 // bytes of the kept output_item.done copies
+	captureOver bool  // a copy was dropped at opts.CaptureLimit
 }
 
 // itemState tracks one upstream output item.
@@ -458,7 +461,9 @@ func (s *Stream) itemDone(dst []byte, ev *streamEvent) ([]byte, error) {
 		ev.ItemID = []byte(oi.ID)
 	}
 	it := s.item(ev, oi.Type)
-	it.done = append(json.RawMessage(nil), ev.Item...)
+	if s.keepCapture(&s.doneBytes, int64(len(ev.Item))) {
+		it.done = append(json.RawMessage(nil), ev.Item...)
+	}
 	return s.reconcile(dst, it, &oi)
 }
 
@@ -477,7 +482,15 @@ func (s *Stream) completed(dst []byte, ev *streamEvent) ([]byte, error) {
 		s.responseID = r.ID
 	}
 	if r.Output != nil {
-		s.output, s.haveOutput = r.Output, true
+		var n int64
+		for _, raw := range r.Output {
+			n += int64(len(raw))
+		}
+		var kept int64
+		s.haveOutput = true
+		if s.keepCapture(&kept, n) {
+			s.output = r.Output
+		}
 		for i, raw := range r.Output {
 			var oi outputItem
 			if err := json.Unmarshal(raw, &oi); err != nil {
@@ -562,6 +575,30 @@ func (s *Stream) FinishReason() string { return s.finish }
 
 // Usage returns the upstream usage from the terminal event, or nil.
 func (s *Stream) Usage() *Usage { return s.usage }
+
+// keepCapture adds n bytes to the capture counter *used and reports
+// whether they stay within opts.CaptureLimit. The first time they do not,
+// every copy kept so far is dropped too: the capture is incomplete and
+// only CaptureExceeded is left of it.
+func (s *Stream) keepCapture(used *int64, n int64) bool {
+	if s.captureOver {
+		return false
+	}
+	if lim := s.opts.CaptureLimit; lim > 0 && *used+n > lim {
+		s.captureOver = true
+		s.output = nil
+		for _, it := range s.items {
+			it.done = nil
+		}
+		return false
+	}
+	*used += n
+	return true
+}
+
+// CaptureExceeded reports whether the original output grew past
+// ChatOptions.CaptureLimit, so that Output and DoneItems are incomplete.
+func (s *Stream) CaptureExceeded() bool { return s.captureOver }
 
 // Output returns the final output items: the terminal event's output when
 // it carried one (even empty), else the output_item.done items ordered by

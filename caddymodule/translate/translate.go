@@ -127,6 +127,7 @@ func applyPolicy(req *Request, alias Alias, cfg *Config, p policy, fs fieldSet) 
 		}
 		return nil
 	}
+	req.callerStore, req.callerInclude = p.store, p.include
 	fs["store"] = json.RawMessage("false")
 	var include []string
 	if p.include != nil {

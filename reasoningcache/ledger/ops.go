@@ -35,9 +35,16 @@ type CreateIntentRequest struct {
 // creates a dispatch intent and pins the plan's observations. It returns
 // the intent id once the batch has committed. Validation failures are
 // *ValidationError with one of the reasons stale_generation,
-// start_poisoned, competing_intent (another unresolved intent starts at
-// the same position and the plan is not empty), missing_ancestor,
-// ancestor_mismatch, not_replayable or end_conflict.
+// competing_intent (another unresolved intent starts at the same position
+// and the plan is not empty), missing_ancestor, ancestor_mismatch,
+// not_replayable, end_conflict or start_poisoned (a step's start).
+//
+// A start-poison at StartDigest itself does not refuse the intent: the
+// poison covers the outputs at that position, which stay unreplayable
+// there (every step is checked against its start), not the earlier blocks
+// of the plan. So a retry at a poisoned position still replays its valid
+// plan and is observed, and its record carries that plan on to later
+// turns.
 func (s *Store) CreateIntent(ctx context.Context, req CreateIntentRequest) (int64, error) {
 	const op = "create_intent"
 	if err := checkScope(op, req.Scope); err != nil {
@@ -61,11 +68,6 @@ func (s *Store) CreateIntent(ctx context.Context, req CreateIntentRequest) (int6
 		}
 		if req.Generation != 0 && req.Generation != gen {
 			return invalid(op, ReasonStaleGeneration, "planned %d, current %d", req.Generation, gen)
-		}
-		if poisoned, err := w.hasMarker(req.Scope.ID, MarkerStartPoison, req.StartDigest); err != nil {
-			return err
-		} else if poisoned {
-			return invalid(op, ReasonStartPoisoned, "start %.12s", req.StartDigest)
 		}
 		if len(req.Plan) > 0 {
 			var n int

@@ -349,6 +349,10 @@ func (s *Store) Path() string { return s.path }
 // enabled and its guard has not latched.
 func (s *Store) Enabled() bool { return s.enabled.Load() && !s.life.guarded.Load() }
 
+// MaxPayloadBytes returns the largest payload the store admits
+// (Options.MaxPayloadBytes with its default applied).
+func (s *Store) MaxPayloadBytes() int64 { return s.opts.MaxPayloadBytes }
+
 // Secret returns a copy of the cache-local secret (32 bytes) used to key
 // scope HMACs. It never leaves the database otherwise.
 func (s *Store) Secret() []byte { return append([]byte(nil), s.secret...) }

@@ -1,0 +1,38 @@
+package translate
+
+import (
+	"bytes"
+	"testing"
+)
+
+// TestStreamCaptureLimit: the copies kept for the reasoning cache stop at
+// CaptureLimit while they accumulate (each kind on its own), without
+// changing a byte of what the client receives.
+func TestStreamCaptureLimit(t *testing.T) {
+	item0 := `{"id":"rs_1","type":"reasoning","summary":[],"encrypted_content":"gA0"}`
+	item1 := `{"id":"fc_1","type":"function_call","call_id":"c","name":"f","arguments":"{}"}`
+	events := []sseEvent{ev(evCreated),
+		ev(`{"type":"response.output_item.done","output_index":0,"item":` + item0 + `}`),
+		ev(`{"type":"response.output_item.done","output_index":1,"item":` + item1 + `}`),
+		ev(`{"type":"response.completed","response":{"status":"completed","output":[` + item0 + `,` + item1 + `]}}`)}
+	total := int64(len(item0) + len(item1))
+
+	free, s := runStream(t, streamOpts, events)
+	if s.CaptureExceeded() || len(s.Output()) != 2 || len(s.DoneItems()) != 2 {
+		t.Fatalf("unlimited: exceeded %v, %d output, %d done", s.CaptureExceeded(), len(s.Output()), len(s.DoneItems()))
+	}
+	opts := streamOpts
+	opts.CaptureLimit = total
+	_, s = runStream(t, opts, events)
+	if s.CaptureExceeded() || len(s.Output()) != 2 || len(s.DoneItems()) != 2 {
+		t.Fatalf("at the limit: exceeded %v, %d output, %d done", s.CaptureExceeded(), len(s.Output()), len(s.DoneItems()))
+	}
+	opts.CaptureLimit = total - 1
+	out, s := runStream(t, opts, events)
+	if !s.CaptureExceeded() || s.Output() != nil || s.DoneItems() != nil {
+		t.Fatalf("over the limit: exceeded %v, output %s, done %s", s.CaptureExceeded(), s.Output(), s.DoneItems())
+	}
+	if !bytes.Equal(out, free) {
+		t.Fatalf("the capture limit changed the client's stream:\n%s\nwant\n%s", out, free)
+	}
+}
