@@ -201,7 +201,8 @@ func (s *Store) runOne(r *request) bool {
 // fencing. On a full disk or an I/O error they get the reserve.
 var safetyOps = map[string]bool{
 	"create_intent": true, "commit_observation": true, "poison_intent": true,
-	"write_markers": true, "expire_intents": true, "advance_generations": true,
+	"write_markers": true, "expire_intents": true, "expire_orphan_intents": true,
+	"advance_generations": true, "fence": true,
 }
 
 // retrySafety handles an operation that failed alone. A capacity failure

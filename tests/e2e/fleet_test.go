@@ -371,10 +371,13 @@ func TestFleet(t *testing.T) {
 
 	// Phase 4: restart the killed relay on its ledger; once its health is
 	// green the front routes its tokens back to it.
+	// (health is 503 until the cache app has opened the ledger, which
+	// Caddy may start after the listener)
 	f.relays[killed] = relaytest.Start(t, f.opts[killed])
-	if status, _ := relayHealth(f.relays[killed].BaseURL); status != http.StatusOK {
-		t.Fatalf("health of the restarted relay: %d", status)
-	}
+	waitFor(t, "the restarted relay's health to turn green", func() bool {
+		status, _ := relayHealth(f.relays[killed].BaseURL)
+		return status == http.StatusOK
+	})
 	back := time.Now()
 	for {
 		resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(modelsRequest(t, f.front.BaseURL, onKilled[0].token))
