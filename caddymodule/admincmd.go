@@ -176,28 +176,10 @@ func printStatus(w io.Writer, body []byte) error {
 	p("cache            %d requests, %d with the full cache", c.Requests, c.FullCache)
 	p("replay           %d requests carried %d replayed blocks; %d answered, %d rejected, %d resent",
 		c.ReplayPlans, c.ReplayedBlocks, c.ReplaySuccesses, c.ReplayRejections, c.ReplayResends)
-	var bypass []string
-	for _, r := range sortedKeys(c.Bypasses) {
-		if n := c.Bypasses[r]; n > 0 {
-			bypass = append(bypass, fmt.Sprintf("%s %d", r, n))
-		}
-	}
-	if len(bypass) == 0 {
-		bypass = []string{"none"}
-	}
-	p("bypasses         %s", strings.Join(bypass, ", "))
+	p("bypasses         %s", byReason(c.Bypasses))
 	p("recorded         %d observations, %d payloads (%s); %d conflicts, %d capacity fallbacks",
 		c.Observations, c.Payloads, humanize.IBytes(uint64(max(c.PayloadBytes, 0))), c.Conflicts, c.CapacityFallbacks)
-	var poisons []string
-	for _, r := range sortedKeys(c.PoisonsByReason) {
-		if n := c.PoisonsByReason[r]; n > 0 {
-			poisons = append(poisons, fmt.Sprintf("%s %d", r, n))
-		}
-	}
-	if len(poisons) == 0 {
-		poisons = []string{"none"}
-	}
-	p("poisons          %s", strings.Join(poisons, ", "))
+	p("poisons          %s", byReason(c.PoisonsByReason))
 	p("sessions         %d active, %s of %s in use",
 		st.Sessions.Active, humanize.IBytes(uint64(max(st.Sessions.BytesInUse, 0))), humanize.IBytes(uint64(max(st.Sessions.CapacityBytes, 0))))
 	for _, u := range []struct {
@@ -291,4 +273,19 @@ func sortedKeys(m map[string]int64) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// byReason lists the nonzero counts of m as "reason n, …" in reason
+// order, or "none".
+func byReason(m map[string]int64) string {
+	var parts []string
+	for _, r := range sortedKeys(m) {
+		if n := m[r]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", r, n))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }

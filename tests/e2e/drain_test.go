@@ -87,17 +87,7 @@ func TestDrainOnSIGTERM(t *testing.T) {
 
 	// a stream of about 3s: 12 events, 250ms apart
 	first := userMsg("drain-turn1 [[slow:250ms]]")
-	type result struct {
-		msg openai.ChatCompletionMessage
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		msg, err := streamMessage(ctx(t), r.client(relayToken), openai.ChatCompletionNewParams{
-			Model: "cursor-fast", Messages: []openai.ChatCompletionMessageParamUnion{first},
-		})
-		done <- result{msg, err}
-	}()
+	done := streamInBackground(t, r, first)
 	waitUpstream(t, fake, "drain-turn1")
 	c.Terminate()
 	// Caddy logs this once it has begun to exit, before it stops any app
@@ -108,7 +98,7 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	// poll the health route until the stream ends
 	var statuses []int
 	var unhealthyBody string
-	var res result
+	var res streamResult
 poll:
 	for {
 		select {
@@ -218,17 +208,7 @@ func TestDrainOnSiteRemoval(t *testing.T) {
 	r := &relay{caddy: c, fake: fake}
 
 	first := userMsg("removal-turn1 [[slow:200ms]]")
-	type result struct {
-		msg openai.ChatCompletionMessage
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		msg, err := streamMessage(ctx(t), r.client(relayToken), openai.ChatCompletionNewParams{
-			Model: "cursor-fast", Messages: []openai.ChatCompletionMessageParamUnion{first},
-		})
-		done <- result{msg, err}
-	}()
+	done := streamInBackground(t, r, first)
 	waitUpstream(t, fake, "removal-turn1")
 	if err := c.Reload(relaytest.Options{Site: `respond "gone" 404`, Env: opts.Env, GracePeriod: opts.GracePeriod}); err != nil {
 		t.Fatal(err)
@@ -261,4 +241,23 @@ func TestDrainOnSiteRemoval(t *testing.T) {
 	if len(replayed) == 0 || replayed[0].ResponseID != turn1 {
 		t.Fatalf("the turn streamed across the site's removal was not replayed: %+v", replayed)
 	}
+}
+
+// streamResult is the outcome of a stream run by streamInBackground.
+type streamResult struct {
+	msg openai.ChatCompletionMessage
+	err error
+}
+
+// streamInBackground starts a one-message streamed chat request and
+// returns the channel its outcome arrives on.
+func streamInBackground(t *testing.T, r *relay, first openai.ChatCompletionMessageParamUnion) <-chan streamResult {
+	done := make(chan streamResult, 1)
+	go func() {
+		msg, err := streamMessage(ctx(t), r.client(relayToken), openai.ChatCompletionNewParams{
+			Model: "cursor-fast", Messages: []openai.ChatCompletionMessageParamUnion{first},
+		})
+		done <- streamResult{msg, err}
+	}()
+	return done
 }
