@@ -507,6 +507,12 @@ func TestReplayCapacityFallback(t *testing.T) {
 	// observed nor may ever be replayed (its position is poisoned).
 	fellBack, replayed := 0, 0
 	for i := range n {
+		// one session at a time, and a session is released only after
+		// its request's delivery has ended: wait for the previous one, so
+		// that this turn does not itself fall back for capacity
+		waitFor(t, "no cache session in use", func() bool {
+			return field(t, statusJSON(t, r), "sessions.active") == 0
+		})
 		msgs := []openai.ChatCompletionMessageParamUnion{userMsg(fmt.Sprintf("cap-%d [[slow:50ms]]", i)),
 			openai.AssistantMessage(answers[i]), userMsg(fmt.Sprintf("cap-%d next", i))}
 		_, id := completeWithID(t, r.client(relayToken), openai.ChatCompletionNewParams{Model: "cursor-fast", Messages: msgs}, false)
