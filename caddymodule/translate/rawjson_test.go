@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/jsonscan"
 )
 
 func TestMembersMatchesEncodingJSON(t *testing.T) {
@@ -32,7 +34,7 @@ func TestMembersMatchesEncodingJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(a), &want); err != nil {
 			t.Fatal(err)
 		}
-		got, ok := splitArray(json.RawMessage(a[skipWS([]byte(a), 0):]))
+		got, ok := jsonscan.SplitArray(json.RawMessage(a[jsonscan.SkipSpace([]byte(a), 0):]))
 		if !ok || len(got) != len(want) {
 			t.Fatalf("%s: got %q", a, got)
 		}
@@ -47,7 +49,7 @@ func TestMembersMatchesEncodingJSON(t *testing.T) {
 func TestRawHelpersOnGarbage(t *testing.T) {
 	for _, b := range []string{``, `{`, `{"a`, `{"a":`, `{"a" 1}`, `[1,`, `["x`, `{1:2}`, `[`} {
 		members([]byte(b), func([]byte, json.RawMessage) {})
-		elements([]byte(b), func(int, json.RawMessage) {})
+		jsonscan.SplitArray([]byte(b))
 	}
 	if typeName(json.RawMessage(`"t\u0065xt"`)) != "text" || typeName(json.RawMessage(`5`)) != "" {
 		t.Error("typeName")
