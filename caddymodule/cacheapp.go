@@ -25,7 +25,7 @@ func init() {
 // relative to Caddy's working directory.
 const DefaultCacheDatabase = "./data/reasoning-cache.sqlite"
 
-// ErrCacheDisabled is returned by CacheApp.Acquire when the cache is
+// ErrCacheDisabled is returned by CacheApp.AcquireEngine when the cache is
 // disabled (or has no database): the request is served without the cache.
 var ErrCacheDisabled = errors.New("reasoning cache is disabled")
 
@@ -60,7 +60,7 @@ var (
 // provisioned, so `caddy validate` has no effect on it.
 //
 // Handlers reach it with ctx.App("reasoning_cache") and pin the ledger
-// for each request with Acquire.
+// for each request with AcquireEngine.
 type CacheApp struct {
 	// Database is the path of the ledger's SQLite database. A relative path
 	// is resolved against Caddy's working directory. The folder is created
@@ -188,7 +188,7 @@ func (a *CacheApp) Provision(ctx caddy.Context) error {
 	}
 	a.key = filepath.Clean(abs)
 	if err := a.engineConfig().Check(); err != nil {
-		return fmt.Errorf("reasoning_cache: %w", err)
+		return err
 	}
 	return nil
 }
@@ -208,7 +208,7 @@ func (a *CacheApp) Start() error {
 	ctx, cancel := context.WithTimeout(a.ctx, 30*time.Second)
 	defer cancel()
 	if err := a.holder.store.SetEnabled(ctx, a.Enabled); err != nil {
-		return fmt.Errorf("reasoning_cache: set enabled=%v on %s: %w", a.Enabled, a.key, err)
+		return fmt.Errorf("set enabled=%v on %s: %w", a.Enabled, a.key, err)
 	}
 	go a.checkpointLoop(a.holder.store)
 	return nil
@@ -236,7 +236,7 @@ func (a *CacheApp) openStore() error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reasoning_cache: %w", err)
+		return err
 	}
 	a.holder = val.(*storeHolder)
 	a.unref = new(sync.Once)
@@ -246,7 +246,7 @@ func (a *CacheApp) openStore() error {
 		// configuration finish on the old engine
 		a.engine, err = reasoningcache.New(a.holder.store, cfg)
 		if err != nil {
-			return fmt.Errorf("reasoning_cache: %w", err)
+			return err
 		}
 	}
 	a.logger.Info("reasoning cache database",

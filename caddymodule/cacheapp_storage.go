@@ -25,12 +25,12 @@ func (a *CacheApp) ledgerOptions(hotCacheBytes int64) ledger.Options {
 func (a *CacheApp) validateStorage() error {
 	switch {
 	case a.Retention < 0 || (a.Retention != 0 && time.Duration(a.Retention) < ledger.MinRetention):
-		return fmt.Errorf("reasoning_cache: retention %s is below the minimum of %s (30 days)",
+		return fmt.Errorf("retention %s is below the minimum of %s (30 days)",
 			time.Duration(a.Retention), ledger.MinRetention)
 	case a.Reserve < 0 || (a.Reserve != 0 && a.Reserve < ledger.MinReserveBytes):
-		return fmt.Errorf("reasoning_cache: reserve of %d bytes is below the minimum of %d (64 KiB)", a.Reserve, ledger.MinReserveBytes)
+		return fmt.Errorf("reserve of %d bytes is below the minimum of %d (64 KiB)", a.Reserve, ledger.MinReserveBytes)
 	case a.DiskAdmission < 0:
-		return fmt.Errorf("reasoning_cache: disk_admission %d is negative", a.DiskAdmission)
+		return fmt.Errorf("disk_admission %d is negative", a.DiskAdmission)
 	}
 	return nil
 }

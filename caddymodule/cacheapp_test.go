@@ -351,8 +351,12 @@ func TestCacheAppStorageMinimums(t *testing.T) {
 		{Reserve: 1024},
 		{DiskAdmission: -1},
 	} {
-		if err := app.validateStorage(); err == nil {
+		err := app.validateStorage()
+		if err == nil {
 			t.Errorf("%+v accepted", app)
+		} else if strings.Contains(err.Error(), "reasoning_cache") {
+			// Caddy prefixes "provision reasoning_cache: "
+			t.Errorf("error repeats the module name: %v", err)
 		}
 	}
 	ok := &CacheApp{Retention: caddy.Duration(30 * 24 * time.Hour), Reserve: 64 << 10, DiskAdmission: 1 << 20}

@@ -16,7 +16,7 @@ import (
 func (h *Handler) provisionCache(ctx caddy.Context) error {
 	app, err := ctx.App("reasoning_cache")
 	if err != nil {
-		return fmt.Errorf("reasoning_relay: getting the reasoning_cache app: %w", err)
+		return fmt.Errorf("getting the reasoning_cache app: %w", err)
 	}
 	h.cache = app.(*CacheApp)
 	return nil

@@ -138,8 +138,12 @@ func TestProvisionAndValidate(t *testing.T) {
 		"empty env token": {APIKey: "k", RelayTokens: []string{"{env.RR_TEST_UNSET}"}},
 		"bad upstream":    {APIKey: "k", RelayTokens: []string{"t"}, Upstream: "ftp://x"},
 	} {
-		if err := bad.Provision(ctx); err == nil {
+		err := bad.Provision(ctx)
+		if err == nil {
 			t.Errorf("%s: provisioned", name)
+		} else if strings.Contains(err.Error(), "reasoning_relay") {
+			// Caddy prefixes "provision http.handlers.reasoning_relay: "
+			t.Errorf("%s: error repeats the module name: %v", name, err)
 		}
 	}
 	for name, bad := range map[string]*Handler{
@@ -152,8 +156,12 @@ func TestProvisionAndValidate(t *testing.T) {
 		if err := bad.Provision(ctx); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if err := bad.Validate(); err == nil {
+		err := bad.Validate()
+		if err == nil {
 			t.Errorf("%s: validated", name)
+		} else if strings.Contains(err.Error(), "reasoning_relay") {
+			// Caddy prefixes "http.handlers.reasoning_relay: invalid configuration: "
+			t.Errorf("%s: error repeats the module name: %v", name, err)
 		}
 	}
 }

@@ -38,7 +38,7 @@ func (h *Handler) provisionCapture(ctx caddy.Context) error {
 	dir := caddy.NewReplacer().ReplaceAll(h.LogBodies, "")
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return fmt.Errorf("reasoning_relay: log_bodies %s: %w", dir, err)
+		return fmt.Errorf("log_bodies %s: %w", dir, err)
 	}
 	abs = filepath.Clean(abs)
 	logger := ctx.Logger().Named("capture")
@@ -50,7 +50,7 @@ func (h *Handler) provisionCapture(ctx caddy.Context) error {
 		return captureDestructor{w}, nil
 	})
 	if err != nil {
-		return fmt.Errorf("reasoning_relay: log_bodies: %w", err)
+		return fmt.Errorf("log_bodies: %w", err)
 	}
 	h.capture = val.(captureDestructor).w
 	h.captureKey = abs

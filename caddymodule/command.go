@@ -16,9 +16,10 @@ import (
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/replay"
 )
 
-// cliCommands build the children of `caddy reasoning-relay`. Other files
-// append their commands (backup, restore, …) from their init functions;
-// the group itself is registered once, here.
+// cliCommands build the children of `caddy reasoning-relay`: replay here,
+// status and snapshot (admincmd.go) and backup and restore (backupcmd.go)
+// are appended by those files' init functions; the group itself is
+// registered once, here.
 var cliCommands = []func() *cobra.Command{replayCommand}
 
 func init() {

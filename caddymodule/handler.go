@@ -46,6 +46,15 @@ const (
 // (unauthenticated, for load balancers). Anything else is a 404 in
 // OpenAI's error shape. Every response carries `X-Relay-Request-Id`.
 //
+// Errors are written by the handler itself, in OpenAI's JSON shape
+// (`{"error":{"message","type","param","code"}}`) with the matching HTTP
+// status, rather than returned as caddyhttp.Error: the clients are OpenAI
+// SDKs that parse that body to raise typed errors and show the message,
+// whereas Caddy's error handling would answer with an empty body or the
+// site's handle_errors routes (HTML or plain text) and lose the type,
+// code and param. ServeHTTP therefore returns nil for every error it has
+// answered.
+//
 // The handler sets this placeholder:
 //
 // Placeholder | Description
@@ -191,24 +200,24 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.Upstream = repl.ReplaceAll(h.Upstream, "")
 	apiKey := strings.TrimSpace(repl.ReplaceAll(h.APIKey, ""))
 	if apiKey == "" {
-		return fmt.Errorf("reasoning_relay: api_key is required (it resolved to an empty value; is the environment variable set?)")
+		return fmt.Errorf("api_key is required (it resolved to an empty value; is the environment variable set?)")
 	}
 	h.tokens = h.tokens[:0]
 	h.secrets = append(h.secrets[:0], apiKey)
 	for i, t := range h.RelayTokens {
 		t = strings.TrimSpace(repl.ReplaceAll(t, ""))
 		if t == "" {
-			return fmt.Errorf("reasoning_relay: relay token %d resolved to an empty value; is the environment variable set?", i+1)
+			return fmt.Errorf("relay token %d resolved to an empty value; is the environment variable set?", i+1)
 		}
 		h.tokens = append(h.tokens, sha256.Sum256([]byte(t)))
 		h.secrets = append(h.secrets, t)
 	}
 	if len(h.tokens) == 0 {
-		return fmt.Errorf("reasoning_relay: at least one relay_token is required")
+		return fmt.Errorf("at least one relay_token is required")
 	}
 	up, err := transport.NewUpstream(h.Upstream, apiKey)
 	if err != nil {
-		return fmt.Errorf("reasoning_relay: %w", err)
+		return err
 	}
 	h.upstream = up
 	h.apiKey = apiKey
@@ -279,41 +288,41 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 func (h *Handler) Validate() error {
 	for name, a := range h.ModelAliases {
 		if name == "" || a.Model == "" {
-			return fmt.Errorf("reasoning_relay: model alias %q needs a target model", name)
+			return fmt.Errorf("model alias %q needs a target model", name)
 		}
 		if err := checkEnum("effort", a.Effort, efforts); err != nil {
-			return fmt.Errorf("reasoning_relay: model alias %q: %w", name, err)
+			return fmt.Errorf("model alias %q: %w", name, err)
 		}
 		if err := checkEnum("summary", a.Summary, summaries); err != nil {
-			return fmt.Errorf("reasoning_relay: model alias %q: %w", name, err)
+			return fmt.Errorf("model alias %q: %w", name, err)
 		}
 		if err := checkEnum("verbosity", a.Verbosity, verbosities); err != nil {
-			return fmt.Errorf("reasoning_relay: model alias %q: %w", name, err)
+			return fmt.Errorf("model alias %q: %w", name, err)
 		}
 	}
 	if err := checkEnum("default_effort", h.DefaultEffort, efforts); err != nil {
-		return fmt.Errorf("reasoning_relay: %w", err)
+		return err
 	}
 	for name, v := range map[string]int64{
 		"max_request_bytes": h.MaxRequestBytes, "max_response_bytes": h.MaxResponseBytes,
 		"max_sse_event_bytes": h.MaxSSEEventBytes, "max_request_bytes_in_flight": h.MaxRequestBytesInFlight,
 	} {
 		if v < 0 {
-			return fmt.Errorf("reasoning_relay: %s must be positive", name)
+			return fmt.Errorf("%s must not be negative", name)
 		}
 	}
 	if h.MaxRequestBytesInFlight < h.MaxRequestBytes {
-		return fmt.Errorf("reasoning_relay: max_request_bytes_in_flight must be at least max_request_bytes")
+		return fmt.Errorf("max_request_bytes_in_flight must be at least max_request_bytes")
 	}
 	if h.MaxSSEEventBytes > 1<<30 {
-		return fmt.Errorf("reasoning_relay: max_sse_event_bytes must be at most 1GiB")
+		return fmt.Errorf("max_sse_event_bytes must be at most 1GiB")
 	}
 	for name, d := range map[string]caddy.Duration{
 		"idle_timeout": h.IdleTimeout, "delivery_timeout": h.DeliveryTimeout,
 		"write_timeout": h.WriteTimeout, "sse_keepalive": *h.SSEKeepalive,
 	} {
 		if d < 0 {
-			return fmt.Errorf("reasoning_relay: %s must not be negative", name)
+			return fmt.Errorf("%s must not be negative", name)
 		}
 	}
 	return nil

@@ -38,13 +38,18 @@ type Outcome struct {
 
 // Sent is what the client received, in Chat terms.
 type Sent struct {
-	Content   string
-	Refusal   string
+	// Content is the assistant text sent to the client.
+	Content string
+	// Refusal is the refusal text sent to the client.
+	Refusal string
+	// ToolCalls are the tool calls sent to the client, in order.
 	ToolCalls []ToolCall
 }
 
 // ToolCall is one tool call sent to the client.
 type ToolCall struct {
+	// ID, Name and Arguments are the call's id, function name and
+	// arguments exactly as sent.
 	ID, Name, Arguments string
 	// Custom marks an upstream custom_tool_call sent to the client as a
 	// function call (Arguments is its input).

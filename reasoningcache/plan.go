@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/jsonscan"
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/canonical"
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/ledger"
 )
@@ -284,7 +285,7 @@ func payloadItems(output json.RawMessage) ([]json.RawMessage, bool) {
 	if !json.Valid(output) {
 		return nil, false
 	}
-	items, ok := splitArray(output)
+	items, ok := jsonscan.SplitArray(output)
 	if !ok || len(items) == 0 {
 		return nil, false
 	}

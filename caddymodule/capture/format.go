@@ -140,29 +140,47 @@ type Record struct {
 	Type string `json:"type"`
 
 	// Header fields: identity and the metadata of the index line known
-	// when the phase began.
-	V           int         `json:"v,omitempty"`
-	RequestID   string      `json:"requestId,omitempty"`
-	Attempt     int         `json:"attempt,omitempty"`
-	Phase       Phase       `json:"phase,omitempty"`
-	Format      string      `json:"format,omitempty"`
-	Method      string      `json:"method,omitempty"`
-	URL         string      `json:"url,omitempty"`
-	Status      int         `json:"status,omitempty"`
-	ContentType string      `json:"contentType,omitempty"`
-	Model       string      `json:"model,omitempty"`
-	Stream      bool        `json:"stream,omitempty"`
-	Headers     http.Header `json:"headers,omitempty"`
+	// when the phase began, with the IndexLine fields' meanings.
+	//
+	// V is the format version (Version).
+	V int `json:"v,omitempty"`
+	// RequestID is the relay's request ID (X-Relay-Request-Id).
+	RequestID string `json:"requestId,omitempty"`
+	// Attempt numbers the upstream attempts of one request from 1.
+	Attempt int `json:"attempt,omitempty"`
+	// Phase is the recorded phase.
+	Phase Phase `json:"phase,omitempty"`
+	// Format is FormatRaw or FormatSSE.
+	Format string `json:"format,omitempty"`
+	// Method and URL are a request phase's method and redacted URL.
+	Method string `json:"method,omitempty"`
+	URL    string `json:"url,omitempty"`
+	// Status is a response phase's HTTP status.
+	Status int `json:"status,omitempty"`
+	// ContentType is the phase's Content-Type.
+	ContentType string `json:"contentType,omitempty"`
+	// Model is the requested (client phases) or upstream model.
+	Model string `json:"model,omitempty"`
+	// Stream is the request's stream flag.
+	Stream bool `json:"stream,omitempty"`
+	// Headers are the phase's headers, redacted.
+	Headers http.Header `json:"headers,omitempty"`
 
-	// Chunk and frame fields. Data holds valid UTF-8; other bytes go in
-	// B64 (standard base64). T is a frame's arrival time in microseconds
+	// Chunk and frame fields. T is a frame's arrival time in microseconds
 	// since the phase began.
-	T    int64  `json:"t,omitempty"`
+	T int64 `json:"t,omitempty"`
+	// Data holds the bytes when they are valid UTF-8.
 	Data string `json:"data,omitempty"`
-	B64  string `json:"b64,omitempty"`
+	// B64 holds any other bytes (standard base64).
+	B64 string `json:"b64,omitempty"`
 
-	// Truncated and end fields.
-	At         int64  `json:"at,omitempty"`
+	// Truncated fields. At is the body offset where the artifact was cut.
+	At int64 `json:"at,omitempty"`
+
+	// End fields, as in BodyRef: Size is the stored body's length,
+	// Received the body bytes the relay saw, Frames the frame records,
+	// Redactions the values replaced by [REDACTED], SHA256 the hex
+	// SHA-256 of the stored body.
 	Size       int64  `json:"size,omitempty"`
 	Received   int64  `json:"received,omitempty"`
 	Frames     int    `json:"frames,omitempty"`

@@ -50,21 +50,35 @@ type CompareOptions struct {
 // Comparison is the outcome of a replay. Each *Matches field is null when
 // either side was truncated or missing, so null never reads as a mismatch.
 type Comparison struct {
-	Format             string    `json:"format"`
-	Version            int       `json:"version"`
-	RequestID          string    `json:"requestId"`
-	Attempt            int       `json:"attempt"`
-	Method             string    `json:"method"`
-	Endpoint           string    `json:"endpoint"`
-	RequestBodySHA256  string    `json:"requestBodySha256"`
-	Original           Side      `json:"original"`
-	Replay             Side      `json:"replay"`
-	StatusMatches      *bool     `json:"statusMatches"`
-	BodyHashMatches    *bool     `json:"bodyHashMatches"`
-	JSONShapeMatches   *bool     `json:"jsonShapeMatches"`
+	// Format is ComparisonFormat and Version is BundleVersion: they
+	// identify the document's layout.
+	Format  string `json:"format"`
+	Version int    `json:"version"`
+	// RequestID and Attempt identify the replayed request, as in the
+	// bundle.
+	RequestID string `json:"requestId"`
+	Attempt   int    `json:"attempt"`
+	// Method is the replayed request's HTTP method.
+	Method string `json:"method"`
+	// Endpoint is the URL the request was replayed to, redacted.
+	Endpoint string `json:"endpoint"`
+	// RequestBodySHA256 is the hex SHA-256 of the replayed request body.
+	RequestBodySHA256 string `json:"requestBodySha256"`
+	// Original is the recorded response; Replay the one just received.
+	Original Side `json:"original"`
+	Replay   Side `json:"replay"`
+	// StatusMatches compares the HTTP statuses.
+	StatusMatches *bool `json:"statusMatches"`
+	// BodyHashMatches compares the bodies byte for byte (by SHA-256).
+	BodyHashMatches *bool `json:"bodyHashMatches"`
+	// JSONShapeMatches compares the bodies' JSON shapes (paths and types,
+	// not values); JSONShape lists the differences.
+	JSONShapeMatches *bool `json:"jsonShapeMatches"`
+	// ContentTypeMatches compares the Content-Type headers.
 	ContentTypeMatches *bool     `json:"contentTypeMatches"`
 	JSONShape          ShapeDiff `json:"jsonShape"`
-	SSE                *SSEDiff  `json:"sse,omitempty"`
+	// SSE compares two event streams; nil unless both sides are one.
+	SSE *SSEDiff `json:"sse,omitempty"`
 }
 
 // Side describes one response.
@@ -95,17 +109,26 @@ type Side struct {
 
 // ShapeDiff lists the shape paths found on one side only.
 type ShapeDiff struct {
+	// OnlyOriginal lists the paths only the recorded response has.
 	OnlyOriginal []string `json:"onlyOriginal"`
-	OnlyReplay   []string `json:"onlyReplay"`
+	// OnlyReplay lists the paths only the replayed response has.
+	OnlyReplay []string `json:"onlyReplay"`
 }
 
 // SSEDiff compares two event streams.
 type SSEDiff struct {
-	OriginalEvents   []string `json:"originalEvents"`
-	ReplayEvents     []string `json:"replayEvents"`
-	EventTypesMatch  *bool    `json:"eventTypesMatch"`
-	EventShapesMatch *bool    `json:"eventShapesMatch"`
-	FirstDifference  string   `json:"firstDifference,omitempty"`
+	// OriginalEvents and ReplayEvents are the event types of each stream,
+	// in order.
+	OriginalEvents []string `json:"originalEvents"`
+	ReplayEvents   []string `json:"replayEvents"`
+	// EventTypesMatch reports whether both sequences of event types are
+	// equal.
+	EventTypesMatch *bool `json:"eventTypesMatch"`
+	// EventShapesMatch reports whether each pair of events has the same
+	// JSON shape; null when an event could not be compared.
+	EventShapesMatch *bool `json:"eventShapesMatch"`
+	// FirstDifference describes the first event that differs.
+	FirstDifference string `json:"firstDifference,omitempty"`
 }
 
 // headerEnvPattern is the form of one --header-env value.

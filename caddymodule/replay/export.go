@@ -47,7 +47,7 @@ func Export(opts ExportOptions) (*Bundle, error) {
 		return nil, errors.New("export: the request ID must be 1 to 64 letters, digits, '_' or '-'")
 	}
 	if opts.Attempt < 0 {
-		return nil, errors.New("export: --attempt must be positive")
+		return nil, errors.New("export: --attempt must not be negative")
 	}
 	dir, realDir, err := captureDir(opts.LogsDir)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/jsonscan"
 )
 
 // chatTranslator holds the state of one Chat body translation.
@@ -230,7 +231,7 @@ func (t *chatTranslator) messages(raw json.RawMessage) *apierr.Error {
 	if isNull(raw) {
 		return missing("messages")
 	}
-	msgs, ok := splitArray(raw)
+	msgs, ok := jsonscan.SplitArray(raw)
 	if !ok {
 		return invalidType("messages", "an array")
 	}
@@ -318,7 +319,7 @@ type chatPart struct {
 }
 
 func parseParts(l loc, content json.RawMessage) ([]json.RawMessage, *apierr.Error) {
-	parts, ok := splitArray(content)
+	parts, ok := jsonscan.SplitArray(content)
 	if !ok {
 		return nil, invalidType(l.at(".content"), "a string or an array of content parts")
 	}
@@ -573,7 +574,7 @@ func (t *chatTranslator) assistant(l loc, cm *chatMessage) *apierr.Error {
 	var calls []json.RawMessage
 	if !isNull(cm.ToolCalls) {
 		var ok bool
-		if calls, ok = splitArray(cm.ToolCalls); !ok {
+		if calls, ok = jsonscan.SplitArray(cm.ToolCalls); !ok {
 			return invalidType(l.at(".tool_calls"), "an array")
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/jsonscan"
 )
 
 // chatTool is a tool definition in either the nested Chat form or the flat
@@ -46,7 +47,7 @@ func decodeToolDef(raw json.RawMessage) toolDef {
 
 // tools flattens Chat tool definitions and records the custom tool names.
 func (t *chatTranslator) tools(raw json.RawMessage) (json.RawMessage, *apierr.Error) {
-	list, ok := splitArray(raw)
+	list, ok := jsonscan.SplitArray(raw)
 	if !ok {
 		return nil, invalidType("tools", "an array")
 	}

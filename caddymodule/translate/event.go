@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"unicode/utf8"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/jsonscan"
 )
 
 var (
@@ -19,7 +21,7 @@ func decodeEvent(data []byte, ev *streamEvent) error {
 		var v any
 		return json.Unmarshal(data, &v)
 	}
-	if !isObject(data[skipWS(data, 0):]) {
+	if !isObject(data[jsonscan.SkipSpace(data, 0):]) {
 		return errNotObject
 	}
 	var err error

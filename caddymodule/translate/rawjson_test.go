@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/jsonscan"
 )
 
 func TestMembersMatchesEncodingJSON(t *testing.T) {
@@ -32,7 +35,7 @@ func TestMembersMatchesEncodingJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(a), &want); err != nil {
 			t.Fatal(err)
 		}
-		got, ok := splitArray(json.RawMessage(a[skipWS([]byte(a), 0):]))
+		got, ok := jsonscan.SplitArray(json.RawMessage(a[jsonscan.SkipSpace([]byte(a), 0):]))
 		if !ok || len(got) != len(want) {
 			t.Fatalf("%s: got %q", a, got)
 		}
@@ -47,9 +50,36 @@ func TestMembersMatchesEncodingJSON(t *testing.T) {
 func TestRawHelpersOnGarbage(t *testing.T) {
 	for _, b := range []string{``, `{`, `{"a`, `{"a":`, `{"a" 1}`, `[1,`, `["x`, `{1:2}`, `[`} {
 		members([]byte(b), func([]byte, json.RawMessage) {})
-		elements([]byte(b), func(int, json.RawMessage) {})
+		jsonscan.SplitArray([]byte(b))
 	}
 	if typeName(json.RawMessage(`"t\u0065xt"`)) != "text" || typeName(json.RawMessage(`5`)) != "" {
 		t.Error("typeName")
 	}
+}
+
+// FuzzMembers checks members against encoding/json on the bodies
+// Translate accepts (valid JSON in valid UTF-8): collecting the members
+// into a map gives the same keys and raw values as unmarshalling into
+// map[string]json.RawMessage, duplicates and escaped keys included.
+// members is kept over the decoder because it neither re-validates nor
+// copies the values (TestLargePlainMessageIsNotCopied).
+func FuzzMembers(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1,"a":2}`, `{"k\u0065y":[1,{"}":"\""}]}`, `{"\ud800":1,"\ufffd":2}`, ` {"é" : "ü" } `} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b := []byte(s)
+		if !json.Valid(b) || !utf8.Valid(b) || !isObject(b[jsonscan.SkipSpace(b, 0):]) {
+			return
+		}
+		want := map[string]json.RawMessage{}
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		got := map[string]json.RawMessage{}
+		members(b, func(k []byte, v json.RawMessage) { got[string(k)] = v })
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q\n got %q\nwant %q", s, got, want)
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/jsonscan"
 )
 
 // translateResponses forwards a Responses-shaped body: the same alias,
@@ -108,7 +109,7 @@ func responsesInput(req *Request, raw json.RawMessage) *apierr.Error {
 		req.History = []Message{{Raw: b, Role: "user", Items: [2]int{0, 1}}}
 		return nil
 	}
-	items, ok := splitArray(raw)
+	items, ok := jsonscan.SplitArray(raw)
 	if !ok {
 		return invalidType("input", "a string or an array of input items")
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/jsonscan"
 )
 
 // Translate parses a client body posted to /chat/completions (either shape)
@@ -20,7 +21,7 @@ func Translate(body []byte, cfg *Config) (*Request, *apierr.Error) {
 	if aerr := CheckJSON(body); aerr != nil {
 		return nil, aerr
 	}
-	if !isObject(body[skipWS(body, 0):]) {
+	if !isObject(body[jsonscan.SkipSpace(body, 0):]) {
 		return nil, apierr.InvalidRequest("", "", "The request body must be a JSON object.")
 	}
 	top := make(map[string]json.RawMessage, 16)

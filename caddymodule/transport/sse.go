@@ -12,8 +12,8 @@ import (
 // absent); Data is the `data:` payload, multiple data lines joined with
 // "\n". Data is only valid until the next call to Next.
 type Event struct {
-	Name string
-	Data []byte
+	Name string // the event: field
+	Data []byte // the joined data: lines
 }
 
 // ErrEventTooLarge is returned by SSEReader.Next when one event is bigger

@@ -63,7 +63,9 @@ func (w *Watchdog) Stop() (fired bool) {
 // ProgressReader kicks a Watchdog every time a Read returns data, so that a
 // slow but steady transfer never trips an idle deadline.
 type ProgressReader struct {
-	R  interface{ Read([]byte) (int, error) }
+	// R is the reader read from.
+	R interface{ Read([]byte) (int, error) }
+	// WD is the watchdog kicked on every read that returns data.
 	WD *Watchdog
 }
 

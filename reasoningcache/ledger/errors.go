@@ -59,7 +59,7 @@ const (
 // unaffected.
 type ValidationError struct {
 	Op     string // operation name, e.g. "create_intent"
-	Reason Reason
+	Reason Reason // why validation failed
 	Detail string // loggable detail (ids, digests), never request content
 }
 

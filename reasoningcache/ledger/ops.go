@@ -230,11 +230,13 @@ const (
 // response. Scope, generation, start digest and prior plan are taken from
 // the intent, so they cannot disagree with what was dispatched.
 type CommitObservationRequest struct {
+	// IntentID is the dispatch intent the response answers.
 	IntentID   int64
 	EndDigest  string // prefix digest after the predicted assistant envelope
 	EnvelopeFP string // fingerprint of the predicted envelope
 	PayloadFP  string // fingerprint of the original output
 	OutputHash string // exact hash of the output as sent to the client
+	// Replayable reports whether the output may be replayed later.
 	Replayable bool
 	// ModelSnapshot is the model snapshot the upstream reported for this
 	// output ("" when unknown). A non-empty value is recorded on the
@@ -249,6 +251,7 @@ type CommitObservationRequest struct {
 
 // CommitResult is CommitObservation's answer.
 type CommitResult struct {
+	// Outcome classifies the commit.
 	Outcome       Outcome
 	ObservationID int64 // 0 unless stored or repeat
 	PayloadID     int64 // 0 unless a payload is linked

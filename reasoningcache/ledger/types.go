@@ -42,9 +42,14 @@ type Scope struct {
 // ScopeState is a scope's row.
 type ScopeState struct {
 	Scope
-	Generation     int64
+	// Generation is the scope's current generation; a fence raises it, and
+	// observations of an older generation are never planned again.
+	Generation int64
+	// LatestSnapshot is the counter of the scope's last committed
+	// observation (Observation.Snapshot), 0 before the first commit.
 	LatestSnapshot int64
-	RowVersion     int64
+	// RowVersion is raised on every update of the row.
+	RowVersion int64
 }
 
 // PlanStep is one earlier observation a plan replays. Plans are stored as
@@ -62,63 +67,108 @@ type PlanStep struct {
 // started from and ended at, what was sent to produce it and where its
 // original output is.
 type Observation struct {
-	ID          int64
-	ScopeID     string
-	Generation  int64
+	// ID is the observation's row id.
+	ID int64
+	// ScopeID is the scope the observation belongs to.
+	ScopeID string
+	// Generation is the scope generation the observation was committed in.
+	Generation int64
+	// StartDigest is the prefix digest of the visible history the request
+	// started from.
 	StartDigest string
-	EndDigest   string
-	EnvelopeFP  string // fingerprint of the predicted assistant envelope
-	PayloadFP   string // fingerprint of the original output
-	OutputHash  string // exact hash of the output as sent to the client
-	PriorPlan   []PlanStep
-	IntentID    int64 // producing intent (kept after the intent is gone)
-	Snapshot    int64
+	// EndDigest is the prefix digest of the visible history once the output
+	// is appended.
+	EndDigest string
+	// EnvelopeFP is the fingerprint of the predicted assistant envelope.
+	EnvelopeFP string
+	// PayloadFP is the fingerprint of the original output.
+	PayloadFP string
+	// OutputHash is the exact hash of the output as sent to the client.
+	OutputHash string
+	// PriorPlan is the plan the producing request replayed.
+	PriorPlan []PlanStep
+	// IntentID is the producing intent (kept after the intent is gone).
+	IntentID int64
+	// Snapshot is the scope's commit counter at this commit
+	// (ScopeState.LatestSnapshot just after it), not a model snapshot.
+	Snapshot int64
 	// ModelSnapshot is the model snapshot the upstream reported for the
 	// output (e.g. "gpt-5.2-2025-12-11"); "" for rows from before it was
 	// recorded.
 	ModelSnapshot string
-	Replayable    bool
-	PayloadID     int64 // 0 when no payload was admitted
-	CreatedAt     time.Time
-	RowVersion    int64
+	// Replayable reports whether the original output may be replayed;
+	// cleanup clears it when it deletes the payload.
+	Replayable bool
+	// PayloadID is the admitted original output, 0 when none was admitted
+	// or it has been evicted.
+	PayloadID int64
+	// CreatedAt is when the observation was committed.
+	CreatedAt time.Time
+	// RowVersion is raised on every update of the row.
+	RowVersion int64
 }
 
 // Payload is an admitted original output.
 type Payload struct {
-	ID          int64
+	// ID is the payload's row id.
+	ID int64
+	// Fingerprint identifies the output (Observation.PayloadFP); equal
+	// outputs share one payload.
 	Fingerprint string
 	// Output is the original output JSON exactly as received.
-	Output     json.RawMessage
-	Size       int64
-	TouchedAt  time.Time
+	Output json.RawMessage
+	// Size is len(Output) in bytes.
+	Size int64
+	// TouchedAt is when the payload was last admitted or used; cleanup
+	// deletes payloads untouched since before its cutoff, oldest first.
+	TouchedAt time.Time
+	// RowVersion is raised on every update of the row.
 	RowVersion int64
 }
 
 // Marker is a start-poison or end-conflict row.
 type Marker struct {
-	ScopeID  string
-	Kind     string // MarkerStartPoison or MarkerEndConflict
-	Digest   string
-	Reason   string // fixed reason code
-	IntentID int64  // producing intent, 0 if none
+	// ScopeID is the scope the marker belongs to.
+	ScopeID string
+	// Kind is MarkerStartPoison or MarkerEndConflict.
+	Kind string
+	// Digest is the prefix digest the marker applies to.
+	Digest string
+	// Reason is a fixed reason code.
+	Reason string
+	// IntentID is the producing intent, 0 if none.
+	IntentID int64
 }
 
 // Intent is an unresolved dispatch or delivery.
 type Intent struct {
-	ID            int64
-	ScopeID       string
-	Generation    int64
-	Phase         string
-	StartDigest   string
+	// ID is the intent's row id.
+	ID int64
+	// ScopeID is the scope the intent belongs to.
+	ScopeID string
+	// Generation is the scope generation the intent was created in.
+	Generation int64
+	// Phase is PhaseDispatch or PhaseDelivery.
+	Phase string
+	// StartDigest is the prefix digest of the history the request starts
+	// from.
+	StartDigest string
+	// StartPosition is the message index StartDigest covers.
 	StartPosition int64
-	EndDigest     string // set when moved to delivery
-	Plan          []PlanStep
-	Deadline      time.Time
-	CreatedAt     time.Time
+	// EndDigest is the end digest, set when the intent moves to delivery.
+	EndDigest string
+	// Plan is the replay plan the request was sent with.
+	Plan []PlanStep
+	// Deadline is the deadline metadata TouchIntent last recorded; it is
+	// diagnostic (the engine enforces inactivity with its own timer).
+	Deadline time.Time
+	// CreatedAt is when the intent was created.
+	CreatedAt time.Time
 }
 
 // SnapshotSeen is one model snapshot a scope has observed.
 type SnapshotSeen struct {
+	// Snapshot is the model snapshot string the upstream reported.
 	Snapshot string
 	// LastSeen is when an observation last reported it.
 	LastSeen time.Time
