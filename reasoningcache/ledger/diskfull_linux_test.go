@@ -9,47 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/smallfs"
 )
-
-// mountSmallFS mounts a tmpfs of the given size (e.g. "8m") on a new
-// temporary directory, or skips the test when it may not.
-func mountSmallFS(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size+",mode=0700"); err != nil {
-		t.Skipf("cannot mount a %s tmpfs here (%v; needs root or CAP_SYS_ADMIN): skipping the real disk-full test", size, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			_ = syscall.Unmount(dir, syscall.MNT_DETACH)
-		}
-	})
-	return dir
-}
-
-// fill appends to a file until the filesystem is full.
-func fill(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 16<<10)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("filling: %v", err)
-			}
-			return
-		}
-	}
-}
 
 // TestDiskFullRealFilesystem runs conversations on a ledger in an 8 MiB
 // tmpfs, fills the filesystem, goes on, frees it, and goes on again,
@@ -63,7 +29,7 @@ func fill(t *testing.T, path string) {
 // unobserved traffic is replayed.
 func TestDiskFullRealFilesystem(t *testing.T) {
 	ctx := context.Background()
-	dir := mountSmallFS(t, "8m")
+	dir := smallfs.Mount(t, "8m")
 	path := filepath.Join(dir, "data", "cache.sqlite")
 	core, logs := observer.New(zap.InfoLevel)
 	opts := Options{manualMaintenance: true, ReserveBytes: 1 << 20, WALLimit: 1 << 20, Logger: zap.New(core)}
@@ -133,7 +99,7 @@ func TestDiskFullRealFilesystem(t *testing.T) {
 			if i%10 == 9 {
 				s.maintain(ctx)
 				if keepFull {
-					fill(t, filler) // take what maintenance freed (WAL truncation, reserve)
+					smallfs.Fill(t, filler) // take what maintenance freed (WAL truncation, reserve)
 				}
 			}
 		}
@@ -147,9 +113,9 @@ func TestDiskFullRealFilesystem(t *testing.T) {
 	if before["stored"] != 60 {
 		t.Fatalf("before the disk filled: %v", before)
 	}
-	fill(t, filler)
+	smallfs.Fill(t, filler)
 	s.maintain(ctx)
-	fill(t, filler)
+	smallfs.Fill(t, filler)
 	full := phase("full", 120, true)
 	if full["error"] > 1 {
 		t.Errorf("full disk: %d turns failed; only the latching moment may fail", full["error"])

@@ -8,10 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/smallfs"
 )
 
 // TestDiskFullKeepsAnswering runs Cursor-like conversations through the
@@ -21,15 +22,7 @@ import (
 // latches; before and after, every request is answered. Skipped where a
 // tmpfs cannot be mounted (needs root or CAP_SYS_ADMIN).
 func TestDiskFullKeepsAnswering(t *testing.T) {
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=16m,mode=0700"); err != nil {
-		t.Skipf("cannot mount a tmpfs here (%v): skipping the real disk-full test", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			_ = syscall.Unmount(dir, syscall.MNT_DETACH)
-		}
-	})
+	dir := smallfs.Mount(t, "16m")
 	global := fmt.Sprintf(`	reasoning_cache {
 		database %s/data/ledger.sqlite
 		enabled true
@@ -38,22 +31,7 @@ func TestDiskFullKeepsAnswering(t *testing.T) {
 	r := startRelayWith(t, global, "")
 	c := r.client(relayToken)
 	filler := filepath.Join(dir, "filler")
-	fill := func() {
-		f, err := os.OpenFile(filler, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		buf := make([]byte, 16<<10)
-		for {
-			if _, err := f.Write(buf); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatal(err)
-				}
-				return
-			}
-		}
-	}
+	fill := func() { smallfs.Fill(t, filler) }
 
 	convs := make([][]openai.ChatCompletionMessageParamUnion, 4)
 	n := 0

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/smallfs"
 )
 
 // TestDiskSoakSustainedLoad is a soak, run by hand: cached conversations
@@ -32,15 +34,7 @@ func TestDiskSoakSustainedLoad(t *testing.T) {
 	if secs <= 0 {
 		secs = 20
 	}
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=200m,mode=0700"); err != nil {
-		t.Skipf("cannot mount a tmpfs here (%v)", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			_ = syscall.Unmount(dir, syscall.MNT_DETACH)
-		}
-	})
+	dir := smallfs.Mount(t, "200m")
 	db := filepath.Join(dir, "data", "ledger.sqlite")
 	r := startRelayWith(t, fmt.Sprintf("\treasoning_cache {\n\t\tdatabase %s\n\t\tenabled true\n\t\tmax_concurrent 64\n\t}", db), "")
 	// the default DEBUG level logs every request; that is not what is measured
