@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
-
-	"github.com/reasoning-relay/caddy-reasoning-relay/tests/fakeupstream"
 )
 
 // TestCacheUnavailableIs503: when the ledger cannot record a request (here
@@ -18,11 +16,7 @@ import (
 // cache_unavailable rather than forward a request whose output it could
 // not track; before that, the same request is relayed normally.
 func TestCacheUnavailableIs503(t *testing.T) {
-	fake := fakeupstream.New(fakeupstream.Options{APIKey: "sk-test"})
-	up := httptest.NewServer(fake)
-	defer up.Close()
-	cacheJSON, _ := json.Marshal(map[string]any{"database": filepath.Join(t.TempDir(), "ledger.sqlite"), "enabled": true})
-	h := startRelay(t, up.URL, cacheJSON)
+	h, fake := startRelay(t, true)
 	if h.cache.engine == nil {
 		t.Fatal("the cache engine is not running")
 	}

@@ -1,10 +1,8 @@
 package caddymodule
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,11 +14,7 @@ import (
 // conversation recorded before it no longer replays. When the fence
 // cannot be written the direct request gets 503 and is not forwarded.
 func TestDirectResponsesTrafficFences(t *testing.T) {
-	fake := fakeupstream.New(fakeupstream.Options{APIKey: "sk-test"})
-	up := httptest.NewServer(fake)
-	defer up.Close()
-	cacheJSON, _ := json.Marshal(map[string]any{"database": filepath.Join(t.TempDir(), "ledger.sqlite"), "enabled": true})
-	h := startRelay(t, up.URL, cacheJSON)
+	h, fake := startRelay(t, true)
 	post := func(path, body string) *httptest.ResponseRecorder {
 		t.Helper()
 		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -38,11 +37,7 @@ func TestEffectiveOpenAIBeta(t *testing.T) {
 // produced under the first set; continued with the same set it does (so
 // the test sees replay when it is allowed).
 func TestScopeHasEveryOpenAIBetaValue(t *testing.T) {
-	fake := fakeupstream.New(fakeupstream.Options{APIKey: "sk-test"})
-	up := httptest.NewServer(fake)
-	defer up.Close()
-	cacheJSON, _ := json.Marshal(map[string]any{"database": filepath.Join(t.TempDir(), "ledger.sqlite"), "enabled": true})
-	h := startRelay(t, up.URL, cacheJSON)
+	h, fake := startRelay(t, true)
 	post := func(body string, beta ...string) (fakeupstream.Request, string) {
 		t.Helper()
 		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))

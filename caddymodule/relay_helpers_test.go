@@ -1,18 +1,30 @@
 package caddymodule
 
 import (
+	"encoding/json"
+	"net/http/httptest"
+	"path/filepath"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/tests/fakeupstream"
 )
 
-// startRelay provisions a Handler for upstreamURL with the relay token
-// "tok" in a Caddy context holding the reasoning_cache app configured by
-// cacheJSON, and starts the app (caddy.ProvisionContext provisions but
-// does not start apps, and the ledger opens in Start). Both are cleaned
-// up when the test ends.
-func startRelay(t *testing.T, upstreamURL string, cacheJSON []byte) *Handler {
+// startRelay starts a strict fake upstream (key "sk-test") and provisions
+// a Handler for it with the relay token "tok", in a Caddy context holding
+// a reasoning_cache app on a new ledger, enabled or not, and starts the
+// app (caddy.ProvisionContext provisions but does not start apps, and the
+// ledger opens in Start). Everything is cleaned up when the test ends.
+func startRelay(t *testing.T, enabled bool) (*Handler, *fakeupstream.Server) {
 	t.Helper()
+	fake := fakeupstream.New(fakeupstream.Options{APIKey: "sk-test"})
+	up := httptest.NewServer(fake)
+	t.Cleanup(up.Close)
+	cacheJSON, err := json.Marshal(map[string]any{"database": filepath.Join(t.TempDir(), "ledger.sqlite"), "enabled": enabled})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, err := caddy.ProvisionContext(&caddy.Config{
 		Admin:   &caddy.AdminConfig{Disabled: true},
 		AppsRaw: caddy.ModuleMap{"reasoning_cache": cacheJSON},
@@ -20,7 +32,7 @@ func startRelay(t *testing.T, upstreamURL string, cacheJSON []byte) *Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &Handler{Upstream: upstreamURL + "/v1", APIKey: "sk-test", RelayTokens: []string{"tok"}}
+	h := &Handler{Upstream: up.URL + "/v1", APIKey: "sk-test", RelayTokens: []string{"tok"}}
 	if err := h.Provision(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -32,5 +44,5 @@ func startRelay(t *testing.T, upstreamURL string, cacheJSON []byte) *Handler {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.cache.Stop(); _ = h.cache.Cleanup() })
-	return h
+	return h, fake
 }

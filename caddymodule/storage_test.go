@@ -4,11 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/reasoning-relay/caddy-reasoning-relay/tests/fakeupstream"
 )
 
 // TestCallerStorageSurvivesWithoutTheCache: a reasoning model's explicit
@@ -18,11 +15,7 @@ import (
 func TestCallerStorageSurvivesWithoutTheCache(t *testing.T) {
 	body := `{"model":"gpt-5.2","input":"hi","store":true,"include":["message.output_text.logprobs"]}`
 	for _, enabled := range []bool{false, true} {
-		fake := fakeupstream.New(fakeupstream.Options{APIKey: "sk-test"})
-		up := httptest.NewServer(fake)
-		defer up.Close()
-		cacheJSON, _ := json.Marshal(map[string]any{"database": filepath.Join(t.TempDir(), "ledger.sqlite"), "enabled": enabled})
-		h := startRelay(t, up.URL, cacheJSON)
+		h, fake := startRelay(t, enabled)
 		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer tok")
 		rec := httptest.NewRecorder()
