@@ -195,7 +195,7 @@ func (a *CacheApp) Provision(ctx caddy.Context) error {
 
 // Start opens the ledger (openStore), applies this configuration's enabled
 // setting to it (disabling records a coverage gap; enabling consumes it)
-// and starts the background checkpoint loop.
+// and, with the cache enabled, starts the sweep of orphaned intents.
 func (a *CacheApp) Start() error {
 	defer close(a.ready)
 	if err := a.openStore(); err != nil {
@@ -210,7 +210,9 @@ func (a *CacheApp) Start() error {
 	if err := a.holder.store.SetEnabled(ctx, a.Enabled); err != nil {
 		return fmt.Errorf("set enabled=%v on %s: %w", a.Enabled, a.key, err)
 	}
-	go a.checkpointLoop(a.holder.store)
+	if a.engine != nil {
+		go a.sweepLoop()
+	}
 	return nil
 }
 
@@ -321,16 +323,15 @@ func (a *CacheApp) Acquire() (*ledger.Store, func(), error) {
 // DatabasePath returns the cleaned absolute path of the ledger database.
 func (a *CacheApp) DatabasePath() string { return a.key }
 
-func (a *CacheApp) checkpointLoop(store *ledger.Store) {
+// sweepLoop expires, off the request path, the intents of generations
+// that no live session watches any more (generation_timeout). The WAL,
+// retention and the disk reserve are the store's own maintenance.
+func (a *CacheApp) sweepLoop() {
 	defer func() {
 		if err := recover(); err != nil {
-			a.logger.Error("reasoning cache checkpoint loop panicked", zap.Any("error", err), zap.ByteString("stack", debug.Stack()))
+			a.logger.Error("reasoning cache sweep loop panicked", zap.Any("error", err), zap.ByteString("stack", debug.Stack()))
 		}
 	}()
-	if a.engine == nil {
-		return // the store checkpoints its WAL itself (ledger maintenance)
-	}
-	// generation_timeout housekeeping, off the request path
 	ticker := time.NewTicker(sweepInterval)
 	defer ticker.Stop()
 	for {

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 func TestCheckpointAndTruncateOnClose(t *testing.T) {
@@ -24,12 +23,7 @@ func TestCheckpointAndTruncateOnClose(t *testing.T) {
 	if frames < 20 || done != frames {
 		t.Fatalf("checkpoint: %d frames in the WAL, %d checkpointed", frames, done)
 	}
-	loopCtx, cancel := context.WithCancel(ctx)
-	stopped := make(chan struct{})
-	go func() { s.RunCheckpoints(loopCtx, time.Millisecond); close(stopped) }()
-	storeTurn(t, s, testScope(1), 1, dig("s-loop"), dig("e-loop"), nil)
-	cancel()
-	<-stopped
+	storeTurn(t, s, testScope(1), 1, dig("s-after"), dig("e-after"), nil)
 	mustClose(t, s)
 	if st, err := os.Stat(path + "-wal"); err == nil && st.Size() != 0 {
 		t.Fatalf("WAL is %d bytes after Close, want truncated", st.Size())

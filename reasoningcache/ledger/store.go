@@ -410,28 +410,6 @@ func (s *Store) Checkpoint(ctx context.Context) (walFrames, checkpointed int, er
 	return walFrames, checkpointed, nil
 }
 
-// RunCheckpoints runs PASSIVE checkpoints every interval until ctx is done
-// or the store is closed. The store's own maintenance already keeps the
-// WAL bounded; this is for callers that want more frequent checkpoints.
-func (s *Store) RunCheckpoints(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			_, _, err := s.Checkpoint(ctx)
-			if errors.Is(err, ErrClosed) || ctx.Err() != nil {
-				return
-			}
-			if err != nil {
-				s.log.Warn("ledger checkpoint failed", zap.Error(err))
-			}
-		}
-	}
-}
-
 func (s *Store) isClosed() bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
