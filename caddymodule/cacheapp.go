@@ -25,7 +25,7 @@ func init() {
 // relative to Caddy's working directory.
 const DefaultCacheDatabase = "./data/reasoning-cache.sqlite"
 
-// ErrCacheDisabled is returned by CacheApp.AcquireEngine when the cache is
+// ErrCacheDisabled is returned by CacheApp.acquireEngine when the cache is
 // disabled (or has no database): the request is served without the cache.
 var ErrCacheDisabled = errors.New("reasoning cache is disabled")
 
@@ -60,7 +60,7 @@ var (
 // provisioned, so `caddy validate` has no effect on it.
 //
 // Handlers reach it with ctx.App("reasoning_cache") and pin the ledger
-// for each request with AcquireEngine.
+// for each request with acquireEngine.
 type CacheApp struct {
 	// Database is the path of the ledger's SQLite database. A relative path
 	// is resolved against Caddy's working directory. The folder is created
@@ -304,7 +304,7 @@ func (a *CacheApp) Cleanup() error {
 	return nil
 }
 
-// Acquire pins the ledger for one request and returns it with the
+// acquire pins the ledger for one request and returns it with the
 // function that releases the pin (call it exactly once, when the request
 // has finished with the ledger, typically deferred; further calls do
 // nothing). While any pin is held the ledger stays open, even if a
@@ -313,7 +313,7 @@ func (a *CacheApp) Cleanup() error {
 // It returns ErrCacheDisabled when the cache is disabled or has no
 // database, and ledger.ErrClosed if the ledger has already been closed;
 // in both cases the request should be relayed without the cache.
-func (a *CacheApp) Acquire() (*ledger.Store, func(), error) {
+func (a *CacheApp) acquire() (*ledger.Store, func(), error) {
 	if !a.Enabled || !a.started() || a.holder == nil {
 		return nil, func() {}, ErrCacheDisabled
 	}
@@ -361,9 +361,9 @@ func (a *CacheApp) engineConfig() reasoningcache.Config {
 	}
 }
 
-// AcquireEngine pins the ledger for one request and returns the cache
+// acquireEngine pins the ledger for one request and returns the cache
 // engine, or ErrCacheDisabled. Call release when the request ends.
-func (a *CacheApp) AcquireEngine() (*reasoningcache.Engine, func(), error) {
+func (a *CacheApp) acquireEngine() (*reasoningcache.Engine, func(), error) {
 	if !a.Enabled || !a.started() || a.engine == nil {
 		return nil, func() {}, ErrCacheDisabled
 	}

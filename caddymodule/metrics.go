@@ -103,8 +103,8 @@ func countUsage(u *translate.Usage, replayed bool) {
 // of closed writers plus those of the writers still open.
 func captureDrops() int64 {
 	n := relayCounters.captureGone.Load()
-	captureWriters.Range(func(_, v any) bool {
-		if d, ok := v.(captureDestructor); ok {
+	bodyLogWriters.Range(func(_, v any) bool {
+		if d, ok := v.(bodyLogDestructor); ok {
 			n += d.w.Stats().Dropped
 		}
 		return true

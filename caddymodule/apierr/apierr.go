@@ -67,9 +67,10 @@ func (e *Error) JSON() []byte {
 	return b
 }
 
-// Write sends e as a JSON response. It sets Content-Type and
-// Content-Length and must be called before anything else was written.
-func Write(w http.ResponseWriter, e *Error) {
+// Write sends e as a JSON response and returns the body it wrote. It sets
+// Content-Type and Content-Length and must be called before anything else
+// was written.
+func Write(w http.ResponseWriter, e *Error) []byte {
 	body := e.JSON()
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
@@ -77,6 +78,7 @@ func Write(w http.ResponseWriter, e *Error) {
 	h.Del("Content-Encoding")
 	w.WriteHeader(e.HTTPStatus())
 	_, _ = w.Write(body)
+	return body
 }
 
 func nullable(s string) any {
