@@ -69,13 +69,6 @@ type cacheSession struct {
 	commitTimeout time.Duration
 }
 
-// scopeMembers are the upstream body members that have their own place
-// in the cache scope, or are the history, or are transport details.
-var scopeMembers = map[string]bool{
-	"input": true, "model": true, "tools": true, "reasoning": true, "max_output_tokens": true,
-	"store": true, "include": true, "stream": true, "stream_options": true,
-}
-
 // prepareCache identifies the request, plans replay and commits the
 // dispatch intent. It edits treq's input (replayed blocks) and adds a
 // prompt_cache_key when the client sent none. ok is false when the client
@@ -110,17 +103,31 @@ func (rq *request) prepareCache(ctx context.Context, treq *translate.Request) (c
 		commitTimeout: time.Duration(rq.h.DeliveryTimeout)}, true
 }
 
-// cacheRequest builds the engine's view of a translated request.
+// cacheRequest builds the engine's view of a translated request: the
+// scope is who asks (relay token, caller, credential), where the request
+// goes (origin, endpoint, OpenAI-Beta) and what the upstream is asked
+// (model and the body's settings, as translate sorts them); the history is
+// the client's visible messages with the input items each became.
 func (rq *request) cacheRequest(treq *translate.Request, log *zap.Logger) (reasoningcache.Request, error) {
 	h := rq.h
+	set, err := treq.Settings()
+	if err != nil {
+		return reasoningcache.Request{}, err
+	}
 	scope := canonical.Scope{
-		Shape:      canonical.ShapeChat,
-		Origin:     h.upstream.Origin(),
-		Endpoint:   h.upstream.EndpointPath("responses"),
-		Credential: h.apiKey,
-		RelayToken: rq.token,
-		Model:      treq.Model,
-		OpenAIBeta: effectiveOpenAIBeta(rq.r.Header),
+		Shape:           canonical.ShapeChat,
+		Origin:          h.upstream.Origin(),
+		Endpoint:        h.upstream.EndpointPath("responses"),
+		Credential:      h.apiKey,
+		RelayToken:      rq.token,
+		Model:           treq.Model,
+		OpenAIBeta:      effectiveOpenAIBeta(rq.r.Header),
+		Reasoning:       set.Reasoning,
+		Tools:           set.Tools,
+		MaxOutputTokens: set.MaxOutputTokens,
+		Store:           set.Store,
+		Include:         set.Include,
+		Config:          set.Config,
 	}
 	if treq.Shape == translate.ShapeResponses {
 		scope.Shape = canonical.ShapeResponses
@@ -128,36 +135,6 @@ func (rq *request) cacheRequest(treq *translate.Request, log *zap.Logger) (reaso
 	if h.CallerHeader != "" {
 		scope.Caller = rq.r.Header.Get(h.CallerHeader)
 	}
-	config := map[string]json.RawMessage{}
-	for _, f := range treq.Fields {
-		switch f.Key {
-		case "reasoning":
-			scope.Reasoning = f.Value
-		case "tools":
-			scope.Tools = f.Value
-		case "max_output_tokens":
-			if err := json.Unmarshal(f.Value, &scope.MaxOutputTokens); err != nil {
-				return reasoningcache.Request{}, errors.New("max_output_tokens is not an integer")
-			}
-		case "store":
-			if err := json.Unmarshal(f.Value, &scope.Store); err != nil {
-				return reasoningcache.Request{}, errors.New("store is not a boolean")
-			}
-		case "include":
-			if err := json.Unmarshal(f.Value, &scope.Include); err != nil {
-				return reasoningcache.Request{}, errors.New("include is not a list of strings")
-			}
-		default:
-			if !scopeMembers[f.Key] {
-				config[f.Key] = f.Value
-			}
-		}
-	}
-	cfg, err := json.Marshal(config)
-	if err != nil {
-		return reasoningcache.Request{}, err
-	}
-	scope.Config = cfg
 	_, hasKey := treq.Field("prompt_cache_key")
 	req := reasoningcache.Request{
 		Scope:          scope,
