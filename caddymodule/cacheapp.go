@@ -25,26 +25,16 @@ func init() {
 // relative to Caddy's working directory.
 const DefaultCacheDatabase = "./data/reasoning-cache.sqlite"
 
-// ErrCacheDisabled is returned by CacheApp.acquireEngine when the cache is
-// disabled (or has no database): the request is served without the cache.
+// ErrCacheDisabled is the reason a request is relayed without the cache
+// when the cache is disabled or has no database.
 var ErrCacheDisabled = errors.New("reasoning cache is disabled")
 
-// Timings of the store's life cycle; variables so that tests can shorten
-// them.
+// Timings of the app; variables so that tests can shorten them (the
+// ledger pool's are in ledgerpool.go).
 var (
 	// sweepInterval is how often the app expires abandoned generations
 	// (generation_timeout).
 	sweepInterval = 30 * time.Second
-	// exitDrainTimeout bounds how long Caddy's shutdown waits for requests
-	// still holding the store before closing it anyway.
-	exitDrainTimeout = 10 * time.Second
-	// reloadDrainLimit bounds how long a store dropped by a reload (its
-	// database path changed or the app was removed) stays open for the
-	// requests still holding it.
-	reloadDrainLimit = 30 * time.Minute
-	// reopenWait bounds how long opening a database waits for the same
-	// database's previous store to finish closing.
-	reopenWait = 10 * time.Second
 	// startWait bounds how long a request that arrives before the app has
 	// started (Caddy starts apps in no fixed order) waits for the ledger
 	// before it is relayed without the cache.

@@ -17,6 +17,20 @@ import (
 // the requests still streaming. CacheApp.openStore takes a reference,
 // CacheApp.Cleanup drops it, and acquire/release pin it per request.
 
+// Timings of the pool; variables so that tests can shorten them.
+var (
+	// exitDrainTimeout bounds how long Caddy's shutdown waits for requests
+	// still holding the store before closing it anyway.
+	exitDrainTimeout = 10 * time.Second
+	// reloadDrainLimit bounds how long a store dropped by a reload (its
+	// database path changed or the app was removed) stays open for the
+	// requests still holding it.
+	reloadDrainLimit = 30 * time.Minute
+	// reopenWait bounds how long opening a database waits for the same
+	// database's previous store to finish closing.
+	reopenWait = 10 * time.Second
+)
+
 // ledgers holds the open ledgers, keyed by cleaned absolute database path,
 // across configuration reloads.
 var ledgers = caddy.NewUsagePool()
