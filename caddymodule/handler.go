@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 
@@ -249,35 +248,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.SSEKeepalive = &d
 	}
 
-	h.translator = translate.Config{DefaultEffort: h.DefaultEffort, Aliases: make(map[string]translate.Alias, len(h.ModelAliases))}
-	seen := map[string]bool{}
-	var models []string
-	add := func(m string) {
-		if m != "" && !seen[m] {
-			seen[m] = true
-			models = append(models, m)
-		}
-	}
-	aliases := make([]string, 0, len(h.ModelAliases))
-	for name := range h.ModelAliases {
-		aliases = append(aliases, name)
-	}
-	sort.Strings(aliases)
-	for _, name := range aliases {
-		a := h.ModelAliases[name]
-		h.translator.Aliases[name] = translate.Alias{
-			Model: a.Model, Effort: a.Effort, Summary: a.Summary,
-			Verbosity: a.Verbosity, NoReasoning: a.NoReasoning,
-		}
-		add(name)
-	}
-	for _, name := range aliases {
-		add(h.ModelAliases[name].Model)
-	}
-	for _, m := range h.Models {
-		add(m)
-	}
-	h.models = models
+	h.provisionModels()
 	if err := h.provisionCache(ctx); err != nil {
 		return err
 	}
