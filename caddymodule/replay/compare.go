@@ -197,11 +197,23 @@ func Compare(ctx context.Context, b *Bundle, opts CompareOptions) (*Comparison, 
 	orig := b.Find(b.Attempt, capture.UpstreamResponse)
 	origBody, origSSE := originalSide(orig, &out.Original)
 
+	replayBody, replaySSE, err := send(ctx, r.Method, u.String(), hdr, body, timeout, secrets, &out.Replay)
+	if err != nil {
+		return nil, err
+	}
+	judge(out, origBody, origSSE, replayBody, replaySSE)
+	return out, nil
+}
+
+// send replays the request and records the answer in side (redacted with
+// secrets). It returns the answer's body and whether it is an event
+// stream; a transport failure is recorded as a missing side, not returned.
+func send(ctx context.Context, method, url string, hdr http.Header, body []byte, timeout time.Duration, secrets []string, side *Side) (replayBody []byte, replaySSE bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, r.Method, u.String(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("compare: %s", redact.Error(err, secrets...))
+		return nil, false, fmt.Errorf("compare: %s", redact.Error(err, secrets...))
 	}
 	req.Header = hdr
 	client := &http.Client{
@@ -209,45 +221,48 @@ func Compare(ctx context.Context, b *Bundle, opts CompareOptions) (*Comparison, 
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	defer client.CloseIdleConnections()
-	var replayBody []byte
 	resp, err := client.Do(req)
 	if err != nil {
-		out.Replay.Missing = true
-		out.Replay.Error = redact.Error(err, secrets...)
+		side.Missing = true
+		side.Error = redact.Error(err, secrets...)
 	} else {
 		br := &BoundedReader{R: resp.Body, Cap: MaxStoredResponse, Cancel: cancel}
 		rerr := br.ReadAll()
 		resp.Body.Close()
-		out.Replay.Status = resp.StatusCode
-		out.Replay.ContentType = redact.Text(resp.Header.Get("Content-Type"), secrets...)
-		out.Replay.Headers = redact.Headers(resp.Header, secrets...)
-		out.Replay.BodyBytes = br.Total()
-		out.Replay.StoredBytes = int64(len(br.Bytes()))
-		out.Replay.Truncated = br.Truncated()
+		side.Status = resp.StatusCode
+		side.ContentType = redact.Text(resp.Header.Get("Content-Type"), secrets...)
+		side.Headers = redact.Headers(resp.Header, secrets...)
+		side.BodyBytes = br.Total()
+		side.StoredBytes = int64(len(br.Bytes()))
+		side.Truncated = br.Truncated()
 		if rerr != nil {
-			out.Replay.Truncated = true
-			out.Replay.Error = redact.Error(rerr, secrets...)
+			side.Truncated = true
+			side.Error = redact.Error(rerr, secrets...)
 		}
 		replayBody = br.Bytes()
 		stored, _ := redact.Body(replayBody, secrets...)
-		out.Replay.Body, out.Replay.BodyBase64 = encodeBytes(stored)
+		side.Body, side.BodyBase64 = encodeBytes(stored)
 	}
-	replaySSE := isSSE(out.Replay.ContentType)
-	var replayEvents []event
-	if !out.Replay.Missing && !out.Replay.Truncated {
+	replaySSE = isSSE(side.ContentType)
+	if !side.Missing && !side.Truncated {
 		if replaySSE {
 			evs, complete := parseEvents(replayBody, 0)
 			if complete {
-				replayEvents = evs
-				out.Replay.BodySHA256 = sum(reframe(evs))
+				side.BodySHA256 = sum(reframe(evs))
 			} else {
-				out.Replay.Truncated = true
+				side.Truncated = true
 			}
 		} else {
-			out.Replay.BodySHA256 = sum(replayBody)
+			side.BodySHA256 = sum(replayBody)
 		}
 	}
 
+	return replayBody, replaySSE, nil
+}
+
+// judge compares the two sides of out: status, content type, body hash,
+// and the event sequence or JSON shape.
+func judge(out *Comparison, origBody []byte, origSSE bool, replayBody []byte, replaySSE bool) {
 	out.StatusMatches = both(out.Original.Status != 0 && out.Replay.Status != 0, out.Original.Status == out.Replay.Status)
 	out.ContentTypeMatches = both(out.Original.ContentType != "" && out.Replay.ContentType != "",
 		mediaType(out.Original.ContentType) == mediaType(out.Replay.ContentType))
@@ -257,6 +272,7 @@ func Compare(ctx context.Context, b *Bundle, opts CompareOptions) (*Comparison, 
 	case !comparable:
 	case origSSE && replaySSE:
 		origEvents, _ := parseEvents(origBody, 0)
+		replayEvents, _ := parseEvents(replayBody, 0) // complete: its hash is set
 		out.SSE, out.JSONShapeMatches = compareEvents(origEvents, replayEvents)
 	case origSSE != replaySSE:
 		f := false
@@ -267,7 +283,6 @@ func Compare(ctx context.Context, b *Bundle, opts CompareOptions) (*Comparison, 
 		out.JSONShape = diffPaths(op, rp)
 		out.JSONShapeMatches = both(ok1 && ok2, len(out.JSONShape.OnlyOriginal) == 0 && len(out.JSONShape.OnlyReplay) == 0)
 	}
-	return out, nil
 }
 
 // replayHeaders builds the headers to send: the bundle's, without those
