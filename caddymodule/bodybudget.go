@@ -65,6 +65,8 @@ type budgetReader struct {
 	read int64
 }
 
+// Read reserves budget for what it may read (at most budgetStep at a
+// time) before reading it, and fails with errBudget when it cannot.
 func (br *budgetReader) Read(p []byte) (int, error) {
 	if len(p) > budgetStep {
 		p = p[:budgetStep]

@@ -171,6 +171,8 @@ type capReader struct {
 	left int64
 }
 
+// Read reads up to the cap, then fails with ErrArtifactTooLarge once a
+// byte beyond it arrives.
 func (c *capReader) Read(p []byte) (int, error) {
 	if c.left <= 0 {
 		// one probe byte tells a stream that ends exactly at the cap from one that goes on

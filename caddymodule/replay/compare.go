@@ -75,8 +75,9 @@ type Comparison struct {
 	// not values); JSONShape lists the differences.
 	JSONShapeMatches *bool `json:"jsonShapeMatches"`
 	// ContentTypeMatches compares the Content-Type headers.
-	ContentTypeMatches *bool     `json:"contentTypeMatches"`
-	JSONShape          ShapeDiff `json:"jsonShape"`
+	ContentTypeMatches *bool `json:"contentTypeMatches"`
+	// JSONShape lists the JSON paths only one side has.
+	JSONShape ShapeDiff `json:"jsonShape"`
 	// SSE compares two event streams; nil unless both sides are one.
 	SSE *SSEDiff `json:"sse,omitempty"`
 }
