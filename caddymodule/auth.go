@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
 )
 
 // authenticate checks the client's relay token and keeps it (it is part of

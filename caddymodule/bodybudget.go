@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
 )
 
 // DefaultMaxRequestBytesInFlight is the default budget of client body

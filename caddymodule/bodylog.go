@@ -10,8 +10,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/translate"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
 )
 
 // Body logging (log_bodies) records four phases of every model request, at
@@ -31,7 +31,7 @@ import (
 var bodyLogWriters = caddy.NewUsagePool()
 
 // bodyLogDestructor closes a pooled body-log writer.
-type bodyLogDestructor struct{ w *capture.Writer }
+type bodyLogDestructor struct{ w *bodylog.Writer }
 
 // Destruct waits briefly for pending writes and stops the worker.
 func (d bodyLogDestructor) Destruct() error {
@@ -53,7 +53,7 @@ func (h *Handler) provisionBodyLog(ctx caddy.Context) error {
 	abs = filepath.Clean(abs)
 	logger := ctx.Logger().Named("capture")
 	val, loaded, err := bodyLogWriters.LoadOrNew(abs, func() (caddy.Destructor, error) {
-		w, err := capture.Open(capture.Options{Dir: abs, Logger: logger})
+		w, err := bodylog.Open(bodylog.Options{Dir: abs, Logger: logger})
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +87,7 @@ func (rq *request) logClientRequest(body []byte, model string, stream bool) {
 		return
 	}
 	rq.bodies.SetModel(model, stream)
-	rq.bodies.Whole(capture.ClientRequest, capture.Meta{
+	rq.bodies.Whole(bodylog.ClientRequest, bodylog.Meta{
 		Method: rq.r.Method, URL: rq.r.URL.RequestURI(), Header: rq.r.Header, Begun: rq.start,
 	}, body)
 }
@@ -102,7 +102,7 @@ func chatModel(treq *translate.Request) (string, bool) {
 }
 
 // logUpstreamRequest records the upstream request as built, body and
-// headers (its Authorization is redacted by package capture), and flushes
+// headers (its Authorization is redacted by package bodylog), and flushes
 // both request phases to the disk before the (possibly long) call.
 func (rq *request) logUpstreamRequest(req *http.Request, body [][]byte) {
 	if rq.bodies == nil {
@@ -114,7 +114,7 @@ func (rq *request) logUpstreamRequest(req *http.Request, body [][]byte) {
 	for _, p := range body {
 		whole = append(whole, p...)
 	}
-	rq.bodies.Whole(capture.UpstreamRequest, capture.Meta{Method: req.Method, URL: req.URL.String(), Header: hdr}, whole)
+	rq.bodies.Whole(bodylog.UpstreamRequest, bodylog.Meta{Method: req.Method, URL: req.URL.String(), Header: hdr}, whole)
 	rq.bodies.Flush()
 }
 
@@ -125,16 +125,16 @@ func (rq *request) logUpstreamResponse(resp *http.Response) {
 	switch {
 	case rq.bodies == nil:
 	case resp == nil:
-		rq.bodies.NoBody(capture.UpstreamResponse, capture.Meta{}, "no_response")
+		rq.bodies.NoBody(bodylog.UpstreamResponse, bodylog.Meta{}, "no_response")
 	default:
-		rq.upstreamBody = rq.bodies.Start(capture.UpstreamResponse, capture.Meta{Status: resp.StatusCode, Header: resp.Header})
+		rq.upstreamBody = rq.bodies.Start(bodylog.UpstreamResponse, bodylog.Meta{Status: resp.StatusCode, Header: resp.Header})
 	}
 }
 
 // logUpstreamFrame records one upstream event as it arrived.
 func (rq *request) logUpstreamFrame(name string, data []byte) {
 	if rq.upstreamBody != nil {
-		rq.upstreamBody.Write(capture.AppendSSEFrame(make([]byte, 0, len(name)+len(data)+24), name, data))
+		rq.upstreamBody.Write(bodylog.AppendSSEFrame(make([]byte, 0, len(name)+len(data)+24), name, data))
 	}
 }
 
@@ -144,6 +144,6 @@ func (rq *request) logUpstreamFrame(name string, data []byte) {
 // relay writes one flushed write per event), chunks otherwise.
 func (rq *request) logClientResponse(status int) {
 	if rq.bodies != nil && rq.clientBody == nil {
-		rq.clientBody = rq.bodies.Start(capture.ClientResponse, capture.Meta{Status: status, Header: rq.w.Header()})
+		rq.clientBody = rq.bodies.Start(bodylog.ClientResponse, bodylog.Meta{Status: status, Header: rq.w.Header()})
 	}
 }

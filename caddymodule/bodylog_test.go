@@ -9,7 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
 )
 
 func TestLogBodiesDirective(t *testing.T) {
@@ -92,7 +92,7 @@ func TestBodyLogWriterShared(t *testing.T) {
 	if s := w.Stats(); s.Written != 1 || s.Dropped != 0 {
 		t.Fatalf("stats %+v", s)
 	}
-	ls, _ := filepath.Glob(filepath.Join(dir, capture.BodiesDir, "*", "rr_hooktest-1-client_response.gz"))
+	ls, _ := filepath.Glob(filepath.Join(dir, bodylog.BodiesDir, "*", "rr_hooktest-1-client_response.gz"))
 	if len(ls) != 1 {
 		t.Fatal("the client response was not captured")
 	}

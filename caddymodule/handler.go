@@ -11,10 +11,10 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/translate"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
 )
 
 func init() {
@@ -154,7 +154,7 @@ type Handler struct {
 	logger     *zap.Logger
 	cache      *CacheApp
 
-	bodyLog    *capture.Writer // nil when log_bodies is off
+	bodyLog    *bodylog.Writer // nil when log_bodies is off
 	bodyLogKey string          // this handler's reference in bodyLogWriters
 	// secrets are the relay's own credentials (the upstream key and every
 	// relay token), scrubbed from everything that leaves the relay:

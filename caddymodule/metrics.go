@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/translate"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache"
 )
 
@@ -113,7 +113,7 @@ func captureDrops() int64 {
 }
 
 // captureClosed remembers a closing capture writer's drops.
-func captureClosed(w *capture.Writer) {
+func captureClosed(w *bodylog.Writer) {
 	relayCounters.captureGone.Add(w.Stats().Dropped)
 }
 

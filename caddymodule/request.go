@@ -10,9 +10,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache"
 )
 
@@ -41,9 +41,9 @@ type request struct {
 	unpin     func()                 // releases the request's pin of the cache's ledger
 
 	// body logging (log_bodies): nil when off; see bodylog.go
-	bodies       *capture.Request
-	upstreamBody *capture.Body // the upstream_response phase, once started
-	clientBody   *capture.Body // the client_response phase, once started
+	bodies       *bodylog.Request
+	upstreamBody *bodylog.Body // the upstream_response phase, once started
+	clientBody   *bodylog.Body // the client_response phase, once started
 
 	// bodyRead is set once the client's body has been read to its end
 	bodyRead bool

@@ -95,7 +95,7 @@ func (c *Upstream) Origin() string { return c.base.Scheme + "://" + c.base.Host 
 // extra headers (such as OpenAI-Beta) as given. The parts are sent in order
 // without being joined (a large request is not copied once more) and must
 // not change until the response has been read. The request is built once,
-// so that what a caller records of it (package capture) is what Do sends.
+// so that what a caller records of it (package bodylog) is what Do sends.
 func (c *Upstream) NewRequest(ctx context.Context, path string, parts net.Buffers, n int64, stream bool, extra http.Header) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Endpoint(path), nil)
 	if err != nil {

@@ -1,6 +1,7 @@
-// Package capture records the bodies of relayed requests for later replay:
-// a bounded, best-effort writer that never slows down or fails the request
-// it records.
+// Package bodylog records the bodies of relayed requests (the handler's
+// log_bodies option) for replay bundles (package bundle): a bounded,
+// best-effort writer that never slows down or fails the request it
+// records.
 //
 // # Layout
 //
@@ -46,4 +47,4 @@
 // Folders are created 0700 and files 0600 whatever the umask; files are
 // opened with O_NOFOLLOW and artifacts with O_EXCL, and a symbolic link
 // anywhere in the layout is refused.
-package capture
+package bodylog

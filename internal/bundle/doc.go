@@ -1,6 +1,6 @@
-// Package replay turns captured requests (package capture) back into the
-// literal request that went upstream, and compares a deliberate re-run of
-// it with what was recorded.
+// Package bundle builds replay bundles: it turns requests recorded by body
+// logging (package bodylog) back into the literal request that went
+// upstream, and compares a deliberate re-run of it with what was recorded.
 //
 // Export reads every index file of a capture directory, every capture of
 // one request and its body artifacts, each opened under two containment
@@ -20,4 +20,4 @@
 // reports which properties of the answer match the recorded one (status,
 // body hash, JSON shape, content type, and for event streams the event
 // type sequence and each event's shape).
-package replay
+package bundle

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package replay
+package bundle
 
 // Without O_NOFOLLOW, symbolic links are refused by Lstat checks alone.
 const (

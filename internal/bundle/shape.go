@@ -1,4 +1,4 @@
-package replay
+package bundle
 
 import (
 	"bytes"
@@ -8,8 +8,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
 )
 
 // Bounds of a JSON shape.
@@ -147,7 +147,7 @@ func parseEvents(stream []byte, maxEvent int) (evs []event, complete bool) {
 func reframe(evs []event) []byte {
 	var out []byte
 	for _, e := range evs {
-		out = capture.AppendSSEFrame(out, e.Name, e.Data)
+		out = bodylog.AppendSSEFrame(out, e.Name, e.Data)
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package replay
+package bundle
 
 import (
 	"bytes"
@@ -16,8 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/redact"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
 )
 
 // ComparisonFormat identifies a comparison document.
@@ -195,7 +195,7 @@ func Compare(ctx context.Context, b *Bundle, opts CompareOptions) (*Comparison, 
 		Method: r.Method, Endpoint: redact.URL(u.String(), secrets...), RequestBodySHA256: r.BodySHA256,
 		JSONShape: ShapeDiff{OnlyOriginal: []string{}, OnlyReplay: []string{}},
 	}
-	orig := b.Find(b.Attempt, capture.UpstreamResponse)
+	orig := b.Find(b.Attempt, bodylog.UpstreamResponse)
 	origBody, origSSE := originalSide(orig, &out.Original)
 
 	replayBody, replaySSE, err := send(ctx, r.Method, u.String(), hdr, body, timeout, secrets, &out.Replay)
@@ -357,7 +357,7 @@ func originalSide(c *Capture, s *Side) ([]byte, bool) {
 		s.Missing, s.BodySHA256 = true, ""
 		return nil, false
 	}
-	return body, ref.Format == capture.FormatSSE
+	return body, ref.Format == bodylog.FormatSSE
 }
 
 // compareEvents compares two complete event streams: the sequence of

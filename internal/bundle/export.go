@@ -1,4 +1,4 @@
-package replay
+package bundle
 
 import (
 	"bufio"
@@ -13,7 +13,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
 )
 
 // Caps applied while exporting.
@@ -43,7 +43,7 @@ type ExportOptions struct {
 // a missing artifact is recorded in the bundle as an issue and a blocker.
 func Export(opts ExportOptions) (*Bundle, error) {
 	id := opts.RequestID
-	if !capture.ValidRequestID(id) {
+	if !bodylog.ValidRequestID(id) {
 		return nil, errors.New("export: the request ID must be 1 to 64 letters, digits, '_' or '-'")
 	}
 	if opts.Attempt < 0 {
@@ -88,7 +88,7 @@ func Export(opts ExportOptions) (*Bundle, error) {
 		}
 		b.Attempt = opts.Attempt
 	}
-	if c := b.Find(b.Attempt, capture.UpstreamRequest); c != nil && c.Index.Body != nil && len(c.Issues) == 0 {
+	if c := b.Find(b.Attempt, bodylog.UpstreamRequest); c != nil && c.Index.Body != nil && len(c.Issues) == 0 {
 		body, err := c.BodyBytes()
 		if err != nil {
 			return nil, fmt.Errorf("export: upstream request body: %w", err)
@@ -106,13 +106,13 @@ func Export(opts ExportOptions) (*Bundle, error) {
 }
 
 // phaseOrder ranks phases in the order they happen.
-func phaseOrder(p capture.Phase) int {
-	for i, q := range capture.Phases {
+func phaseOrder(p bodylog.Phase) int {
+	for i, q := range bodylog.Phases {
 		if p == q {
 			return i
 		}
 	}
-	return len(capture.Phases)
+	return len(bodylog.Phases)
 }
 
 // captureDir checks the capture directory: it must exist, be a directory
@@ -147,19 +147,19 @@ func captureDir(logsDir string) (string, string, error) {
 // unparsed; a line of this request that does not decode, that has
 // unknown fields, an unknown version or phase, or unredacted headers or
 // URL, or that repeats an attempt and phase, is an error.
-func readIndexLines(dir, id string) ([]capture.IndexLine, error) {
+func readIndexLines(dir, id string) ([]bodylog.IndexLine, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	var names []string
 	for _, e := range ents {
-		if capture.IsIndexName(e.Name()) {
+		if bodylog.IsIndexName(e.Name()) {
 			names = append(names, e.Name())
 		}
 	}
 	sort.Strings(names)
-	var out []capture.IndexLine
+	var out []bodylog.IndexLine
 	dup := map[string]bool{}
 	needle := []byte(id)
 	exact := []byte(`"requestId":"` + id + `"`)
@@ -250,8 +250,8 @@ func nextLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) 
 }
 
 // decodeLine decodes one index line strictly.
-func decodeLine(line []byte) (capture.IndexLine, error) {
-	var l capture.IndexLine
+func decodeLine(line []byte) (bodylog.IndexLine, error) {
+	var l bodylog.IndexLine
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&l); err != nil {
@@ -260,13 +260,13 @@ func decodeLine(line []byte) (capture.IndexLine, error) {
 	if dec.More() {
 		return l, errors.New("index line has data after its JSON object")
 	}
-	if l.V != capture.Version {
+	if l.V != bodylog.Version {
 		return l, fmt.Errorf("index line version %d is unknown", l.V)
 	}
 	if !l.Phase.Valid() || l.Attempt < 1 {
 		return l, errors.New("index line has an unknown phase or attempt")
 	}
-	if l.Body != nil && l.Body.Format != capture.FormatRaw && l.Body.Format != capture.FormatSSE {
+	if l.Body != nil && l.Body.Format != bodylog.FormatRaw && l.Body.Format != bodylog.FormatSSE {
 		return l, errors.New("index line has an unknown body format")
 	}
 	return l, nil
@@ -305,14 +305,14 @@ func loadBody(dir, realDir string, c *Capture) error {
 		return fmt.Errorf("artifact %s: %w", ref.Path, err)
 	}
 	defer f.Close()
-	a, err := capture.ReadArtifact(f, MaxArtifactDecompressed)
+	a, err := bodylog.ReadArtifact(f, MaxArtifactDecompressed)
 	if err != nil {
 		return fmt.Errorf("artifact %s: %w", ref.Path, err)
 	}
-	if err := capture.Verify(l, a); err != nil {
+	if err := bodylog.Verify(l, a); err != nil {
 		return fmt.Errorf("artifact %s: %w", ref.Path, err)
 	}
-	if ref.Format == capture.FormatSSE {
+	if ref.Format == bodylog.FormatSSE {
 		c.Frames = make([]Frame, len(a.Frames))
 		for i, fr := range a.Frames {
 			c.Frames[i].T = fr.T
@@ -329,8 +329,8 @@ func loadBody(dir, realDir string, c *Capture) error {
 // inside dir lexically, contain no symbolic link from dir down, and stay
 // inside dir's real path once resolved. fs.ErrNotExist means the artifact
 // (or its folder) is missing.
-func containedPath(dir, realDir, rel string, l *capture.IndexLine) (string, error) {
-	if err := capture.CheckArtifactPath(rel, l.RequestID, l.Attempt, l.Phase); err != nil {
+func containedPath(dir, realDir, rel string, l *bodylog.IndexLine) (string, error) {
+	if err := bodylog.CheckArtifactPath(rel, l.RequestID, l.Attempt, l.Phase); err != nil {
 		return "", err
 	}
 	p := filepath.Join(dir, filepath.FromSlash(rel))

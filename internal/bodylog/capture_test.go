@@ -1,4 +1,4 @@
-package capture
+package bodylog
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package replay
+package bundle
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
 )
 
 func TestExportBundle(t *testing.T) {
@@ -27,7 +27,7 @@ func TestExportBundle(t *testing.T) {
 		!strings.Contains(r.Body, `"input"`) || r.BodySHA256 == "" || r.Model != "gpt-5.2" {
 		t.Fatalf("request %+v", r)
 	}
-	if len(b.Captures) != 4 || b.Captures[0].Index.Phase != capture.ClientRequest || b.Captures[3].Index.Phase != capture.ClientResponse {
+	if len(b.Captures) != 4 || b.Captures[0].Index.Phase != bodylog.ClientRequest || b.Captures[3].Index.Phase != bodylog.ClientResponse {
 		t.Fatalf("captures %d", len(b.Captures))
 	}
 	for _, secret := range []string{upstreamKey, clientToken, "org-CANARY", "s=CANARY"} {
@@ -68,7 +68,7 @@ func TestExportStreamAndAttempts(t *testing.T) {
 	if b.Attempt != 1 || !b.Completeness.Replayable {
 		t.Fatalf("attempt 1: %+v", b.Completeness)
 	}
-	up := b.Find(1, capture.UpstreamResponse)
+	up := b.Find(1, bodylog.UpstreamResponse)
 	if len(up.Frames) != 3 || up.Frames[0].Data != sseFrames[0] {
 		t.Fatalf("frames %+v", up.Frames)
 	}
@@ -130,12 +130,12 @@ func TestExportTamper(t *testing.T) {
 		blk  string
 	}{
 		{"flip a byte inside the body", func(t *testing.T, dir string) {
-			rewriteArtifact(t, artifactPath(t, dir, capture.UpstreamRequest), func(b []byte) []byte {
+			rewriteArtifact(t, artifactPath(t, dir, bodylog.UpstreamRequest), func(b []byte) []byte {
 				return bytes.Replace(b, []byte(`hello`), []byte(`hellO`), 1)
 			})
 		}, "artifact end record does not match", ""},
 		{"flip a byte inside the body and its end record", func(t *testing.T, dir string) {
-			p := artifactPath(t, dir, capture.UpstreamRequest)
+			p := artifactPath(t, dir, bodylog.UpstreamRequest)
 			rewriteArtifact(t, p, func(b []byte) []byte {
 				b = bytes.Replace(b, []byte(`hello`), []byte(`hellO`), 1)
 				// recompute the end record as a careful forger would
@@ -143,41 +143,41 @@ func TestExportTamper(t *testing.T) {
 			})
 		}, "index field sha256 does not match", ""},
 		{"flip a compressed byte", func(t *testing.T, dir string) {
-			p := artifactPath(t, dir, capture.UpstreamResponse)
+			p := artifactPath(t, dir, bodylog.UpstreamResponse)
 			raw, _ := os.ReadFile(p)
 			raw[len(raw)/2] ^= 0x20
 			os.WriteFile(p, raw, 0o600)
 		}, "artifact", ""},
 		{"drop an artifact", func(t *testing.T, dir string) {
-			os.Remove(artifactPath(t, dir, capture.UpstreamRequest))
+			os.Remove(artifactPath(t, dir, bodylog.UpstreamRequest))
 		}, "", "missing_artifact:upstream_request"},
 		{"swap two artifacts", func(t *testing.T, dir string) {
-			a, b := artifactPath(t, dir, capture.ClientRequest), artifactPath(t, dir, capture.UpstreamRequest)
+			a, b := artifactPath(t, dir, bodylog.ClientRequest), artifactPath(t, dir, bodylog.UpstreamRequest)
 			tmp := a + ".tmp"
 			os.Rename(a, tmp)
 			os.Rename(b, a)
 			os.Rename(tmp, b)
 		}, "artifact identity mismatch", ""},
 		{"edit a header back to a secret", func(t *testing.T, dir string) {
-			editIndex(t, dir, capture.UpstreamRequest, func(m map[string]any) {
+			editIndex(t, dir, bodylog.UpstreamRequest, func(m map[string]any) {
 				m["headers"].(map[string]any)["Authorization"] = []any{"Bearer " + upstreamKey}
 			})
 		}, "header Authorization is not redacted", ""},
 		{"edit a query back to a secret", func(t *testing.T, dir string) {
-			editIndex(t, dir, capture.ClientRequest, func(m map[string]any) {
+			editIndex(t, dir, bodylog.ClientRequest, func(m map[string]any) {
 				m["url"] = "/v1/chat/completions?api_key=" + clientToken
 			})
 		}, `query parameter "api_key" is not redacted`, ""},
 		{"edit an index field", func(t *testing.T, dir string) {
-			editIndex(t, dir, capture.UpstreamResponse, func(m map[string]any) { m["status"] = 201 })
+			editIndex(t, dir, bodylog.UpstreamResponse, func(m map[string]any) { m["status"] = 201 })
 		}, "index field status does not match", ""},
 		{"edit the index hash", func(t *testing.T, dir string) {
-			editIndex(t, dir, capture.UpstreamRequest, func(m map[string]any) {
+			editIndex(t, dir, bodylog.UpstreamRequest, func(m map[string]any) {
 				m["body"].(map[string]any)["sha256"] = strings.Repeat("0", 64)
 			})
 		}, "index field sha256 does not match", ""},
 		{"drop the hash", func(t *testing.T, dir string) {
-			editIndex(t, dir, capture.UpstreamRequest, func(m map[string]any) { delete(m["body"].(map[string]any), "sha256") })
+			editIndex(t, dir, bodylog.UpstreamRequest, func(m map[string]any) { delete(m["body"].(map[string]any), "sha256") })
 		}, "", "missing_hash:upstream_request"},
 		{"drop a phase", func(t *testing.T, dir string) {
 			p := indexFile(t, dir)
@@ -236,7 +236,7 @@ func TestExportTraversalAndLinks(t *testing.T) {
 	for _, p := range []string{"../../etc/passwd", "/etc/passwd", "bodies/../../x.gz", "bodies/2026-01-01/../../../x.gz",
 		"bodies/2026-01-01/rr_trav-1-client_request.gz", "bodies\\2026-01-01\\rr_trav-1-upstream_request.gz"} {
 		dir := record(t, filepath.Join(t.TempDir(), "cap"), "rr_trav", 1, false, nil)
-		editIndex(t, dir, capture.UpstreamRequest, func(m map[string]any) { m["body"].(map[string]any)["path"] = p })
+		editIndex(t, dir, bodylog.UpstreamRequest, func(m map[string]any) { m["body"].(map[string]any)["path"] = p })
 		if _, err := Export(ExportOptions{RequestID: "rr_trav", LogsDir: dir}); err == nil || !strings.Contains(err.Error(), "path") {
 			t.Errorf("path %q: err = %v", p, err)
 		}
@@ -244,12 +244,12 @@ func TestExportTraversalAndLinks(t *testing.T) {
 	outside := t.TempDir()
 	links := map[string]func(t *testing.T, dir string){
 		"artifact": func(t *testing.T, dir string) {
-			a := artifactPath(t, dir, capture.UpstreamRequest)
+			a := artifactPath(t, dir, bodylog.UpstreamRequest)
 			os.Rename(a, filepath.Join(outside, "a.gz"))
 			os.Symlink(filepath.Join(outside, "a.gz"), a)
 		},
 		"day folder": func(t *testing.T, dir string) {
-			day := filepath.Dir(artifactPath(t, dir, capture.UpstreamRequest))
+			day := filepath.Dir(artifactPath(t, dir, bodylog.UpstreamRequest))
 			os.Rename(day, filepath.Join(outside, "day"))
 			os.Symlink(filepath.Join(outside, "day"), day)
 		},
@@ -283,7 +283,7 @@ func TestExportTraversalAndLinks(t *testing.T) {
 
 func TestExportCaps(t *testing.T) {
 	dir := record(t, filepath.Join(t.TempDir(), "cap"), "rr_cap", 1, false, nil)
-	a := artifactPath(t, dir, capture.UpstreamResponse)
+	a := artifactPath(t, dir, bodylog.UpstreamResponse)
 	big := make([]byte, MaxArtifactCompressed+1)
 	os.WriteFile(a, big, 0o600)
 	if _, err := Export(ExportOptions{RequestID: "rr_cap", LogsDir: dir}); err == nil || !strings.Contains(err.Error(), "size cap") {
@@ -417,17 +417,17 @@ func TestExportIgnoresOtherRequestsLines(t *testing.T) {
 
 func TestExportRetriedRequest(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cap")
-	w, err := capture.Open(capture.Options{Dir: dir})
+	w, err := bodylog.Open(bodylog.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := w.Begin("rr_retry", 1, nil)
-	r.Whole(capture.ClientRequest, capture.Meta{Method: "POST", URL: "/v1/chat/completions"}, []byte(`{"q":1}`))
-	r.Whole(capture.UpstreamRequest, capture.Meta{Method: "POST", URL: TrustedEndpoint}, []byte(`{"with":"replay"}`))
-	r.Start(capture.UpstreamResponse, capture.Meta{Status: 400}).Write([]byte(`{"error":{}}`))
-	r.Whole(capture.UpstreamRequest, capture.Meta{Method: "POST", URL: TrustedEndpoint}, []byte(`{"without":"replay"}`))
-	r.Start(capture.UpstreamResponse, capture.Meta{Status: 200}).Write([]byte(`{}`))
-	r.Start(capture.ClientResponse, capture.Meta{Status: 200}).Write([]byte(`{}`))
+	r.Whole(bodylog.ClientRequest, bodylog.Meta{Method: "POST", URL: "/v1/chat/completions"}, []byte(`{"q":1}`))
+	r.Whole(bodylog.UpstreamRequest, bodylog.Meta{Method: "POST", URL: TrustedEndpoint}, []byte(`{"with":"replay"}`))
+	r.Start(bodylog.UpstreamResponse, bodylog.Meta{Status: 400}).Write([]byte(`{"error":{}}`))
+	r.Whole(bodylog.UpstreamRequest, bodylog.Meta{Method: "POST", URL: TrustedEndpoint}, []byte(`{"without":"replay"}`))
+	r.Start(bodylog.UpstreamResponse, bodylog.Meta{Status: 200}).Write([]byte(`{}`))
+	r.Start(bodylog.ClientResponse, bodylog.Meta{Status: 200}).Write([]byte(`{}`))
 	r.Finish()
 	w.Close(5 * time.Second)
 

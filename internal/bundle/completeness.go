@@ -1,9 +1,9 @@
-package replay
+package bundle
 
 import (
 	"sort"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
 )
 
 // completeness decides whether the bundle's request can be replayed and
@@ -14,10 +14,10 @@ import (
 // side (the client response missing, truncated or unterminated) warns.
 func completeness(b *Bundle) Completeness {
 	var blockers, warnings []string
-	for _, phase := range capture.Phases {
+	for _, phase := range bodylog.Phases {
 		c := b.Find(b.Attempt, phase)
 		if c == nil {
-			if phase == capture.ClientResponse {
+			if phase == bodylog.ClientResponse {
 				// a replay needs only the upstream exchange; an attempt
 				// that was retried never answered the client
 				warnings = append(warnings, "missing_phase:"+string(phase))
@@ -34,7 +34,7 @@ func completeness(b *Bundle) Completeness {
 		}
 		ref := c.Index.Body
 		switch phase {
-		case capture.UpstreamRequest:
+		case bodylog.UpstreamRequest:
 			if c.Index.URL == "" {
 				blockers = append(blockers, "missing_url:upstream_request")
 			}
@@ -51,9 +51,9 @@ func completeness(b *Bundle) Completeness {
 			if ref.Redactions > 0 {
 				blockers = append(blockers, "redacted_body:upstream_request")
 			}
-		case capture.UpstreamResponse, capture.ClientResponse:
+		case bodylog.UpstreamResponse, bodylog.ClientResponse:
 			if ref == nil {
-				if phase == capture.UpstreamResponse {
+				if phase == bodylog.UpstreamResponse {
 					blockers = append(blockers, "missing_body:upstream_response")
 				} else {
 					warnings = append(warnings, "missing_body:client_response")
@@ -63,10 +63,10 @@ func completeness(b *Bundle) Completeness {
 			if ref.Truncated {
 				warnings = append(warnings, "truncated_body:"+string(phase))
 			}
-			if ref.Format == capture.FormatSSE && len(c.Issues) == 0 && !ref.Truncated {
+			if ref.Format == bodylog.FormatSSE && len(c.Issues) == 0 && !ref.Truncated {
 				body, err := c.BodyBytes()
 				if err != nil || !terminated(body) {
-					if phase == capture.UpstreamResponse {
+					if phase == bodylog.UpstreamResponse {
 						blockers = append(blockers, "unterminated_stream:upstream_response")
 					} else {
 						warnings = append(warnings, "unterminated_stream:client_response")

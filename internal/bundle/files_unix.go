@@ -1,6 +1,6 @@
 //go:build unix
 
-package replay
+package bundle
 
 import "syscall"
 

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package capture
+package bodylog
 
 // Without O_NOFOLLOW, symbolic links are refused by the checks of the
 // directories that hold the files.

@@ -1,4 +1,4 @@
-package replay
+package bundle
 
 import (
 	"bytes"
@@ -11,8 +11,8 @@ import (
 	"net/http"
 	"unicode/utf8"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/redact"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
 )
 
 // BundleFormat identifies a replay bundle.
@@ -66,7 +66,7 @@ type Request struct {
 // Capture is one index line with its verified body.
 type Capture struct {
 	// Index is the index line as read.
-	Index capture.IndexLine `json:"index"`
+	Index bodylog.IndexLine `json:"index"`
 	// Body holds a raw body that is valid UTF-8; BodyBase64 any other.
 	Body       string `json:"body,omitempty"`
 	BodyBase64 string `json:"bodyBase64,omitempty"`
@@ -136,7 +136,7 @@ func (c *Capture) BodyBytes() ([]byte, error) {
 }
 
 // Find returns the capture of attempt and phase, or nil.
-func (b *Bundle) Find(attempt int, phase capture.Phase) *Capture {
+func (b *Bundle) Find(attempt int, phase bodylog.Phase) *Capture {
 	for i := range b.Captures {
 		c := &b.Captures[i]
 		if c.Index.Attempt == attempt && c.Index.Phase == phase {
@@ -217,7 +217,7 @@ func (b *Bundle) CheckRedacted() error {
 
 // checkLine reports an error when an index line's headers or URL are not
 // in redacted form.
-func checkLine(l *capture.IndexLine) error {
+func checkLine(l *bodylog.IndexLine) error {
 	if err := redact.CheckHeaders(l.Headers); err != nil {
 		return err
 	}

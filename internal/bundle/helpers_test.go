@@ -1,4 +1,4 @@
-package replay
+package bundle
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
 )
 
 const (
@@ -35,7 +35,7 @@ var (
 // does, and returns dir.
 func record(t testing.TB, dir, id string, attempt int, stream bool, frames []string) string {
 	t.Helper()
-	w, err := capture.Open(capture.Options{Dir: dir})
+	w, err := bodylog.Open(bodylog.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,24 +45,24 @@ func record(t testing.TB, dir, id string, attempt int, stream bool, frames []str
 	if stream {
 		streamField = "true"
 	}
-	r.Whole(capture.ClientRequest, capture.Meta{Method: "POST", URL: "/v1/chat/completions?api_key=" + clientToken,
+	r.Whole(bodylog.ClientRequest, bodylog.Meta{Method: "POST", URL: "/v1/chat/completions?api_key=" + clientToken,
 		Header: http.Header{"Authorization": {"Bearer " + clientToken}, "Content-Type": {"application/json"}, "X-Api-Key": {clientToken}}},
 		[]byte(`{"model":"cursor-fast","stream":`+streamField+`,"messages":[{"role":"user","content":"hello"}]}`))
-	r.Whole(capture.UpstreamRequest, capture.Meta{Method: "POST", URL: "https://api.openai.com/v1/responses",
+	r.Whole(bodylog.UpstreamRequest, bodylog.Meta{Method: "POST", URL: "https://api.openai.com/v1/responses",
 		Header: http.Header{"Authorization": {"Bearer " + upstreamKey}, "Content-Type": {"application/json"},
 			"Openai-Organization": {"org-CANARY"}, "X-Client-Request-Id": {id}, "Content-Length": {"99"}}},
 		[]byte(`{"model":"gpt-5.2","stream":`+streamField+`,"input":[{"role":"user","content":"hello"}]}`))
 	if stream {
-		up := r.Start(capture.UpstreamResponse, capture.Meta{Status: 200, Header: http.Header{"Content-Type": {"text/event-stream"}, "Set-Cookie": {"s=CANARY"}}})
-		cl := r.Start(capture.ClientResponse, capture.Meta{Status: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}})
+		up := r.Start(bodylog.UpstreamResponse, bodylog.Meta{Status: 200, Header: http.Header{"Content-Type": {"text/event-stream"}, "Set-Cookie": {"s=CANARY"}}})
+		cl := r.Start(bodylog.ClientResponse, bodylog.Meta{Status: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}})
 		for _, f := range frames {
 			up.Write([]byte(f))
 			cl.Write([]byte("data: {}\n\n"))
 		}
 		cl.Write([]byte("data: [DONE]\n\n"))
 	} else {
-		r.Whole(capture.UpstreamResponse, capture.Meta{Status: 200, Header: http.Header{"Content-Type": {"application/json"}}}, []byte(jsonAnswer))
-		r.Whole(capture.ClientResponse, capture.Meta{Status: 200, Header: http.Header{"Content-Type": {"application/json"}}}, []byte(`{"object":"chat.completion"}`))
+		r.Whole(bodylog.UpstreamResponse, bodylog.Meta{Status: 200, Header: http.Header{"Content-Type": {"application/json"}}}, []byte(jsonAnswer))
+		r.Whole(bodylog.ClientResponse, bodylog.Meta{Status: 200, Header: http.Header{"Content-Type": {"application/json"}}}, []byte(`{"object":"chat.completion"}`))
 	}
 	r.SetOutcome("ok")
 	r.Finish()
@@ -86,7 +86,7 @@ func indexFile(t testing.TB, dir string) string {
 }
 
 // editIndex rewrites the index line of phase with f.
-func editIndex(t testing.TB, dir string, phase capture.Phase, f func(m map[string]any)) {
+func editIndex(t testing.TB, dir string, phase bodylog.Phase, f func(m map[string]any)) {
 	t.Helper()
 	p := indexFile(t, dir)
 	data, err := os.ReadFile(p)
@@ -112,7 +112,7 @@ func editIndex(t testing.TB, dir string, phase capture.Phase, f func(m map[strin
 }
 
 // artifactPath returns the artifact file of phase.
-func artifactPath(t testing.TB, dir string, phase capture.Phase) string {
+func artifactPath(t testing.TB, dir string, phase bodylog.Phase) string {
 	t.Helper()
 	m, _ := filepath.Glob(filepath.Join(dir, "bodies", "*", "*-"+string(phase)+".gz"))
 	if len(m) != 1 {
@@ -166,18 +166,18 @@ func forgeEnd(t testing.TB, prefix []byte) []byte {
 	var size int64
 	frames := 0
 	for _, line := range bytes.Split(bytes.TrimSpace(prefix), []byte("\n")) {
-		var rec capture.Record
+		var rec bodylog.Record
 		if err := json.Unmarshal(line, &rec); err != nil {
 			t.Fatal(err)
 		}
-		if rec.Type == capture.RecordChunk || rec.Type == capture.RecordFrame {
+		if rec.Type == bodylog.RecordChunk || rec.Type == bodylog.RecordFrame {
 			h.Write([]byte(rec.Data))
 			size += int64(len(rec.Data))
-			if rec.Type == capture.RecordFrame {
+			if rec.Type == bodylog.RecordFrame {
 				frames++
 			}
 		}
 	}
-	end, _ := json.Marshal(capture.Record{Type: capture.RecordEnd, Size: size, Received: size, Frames: frames, SHA256: hex.EncodeToString(h.Sum(nil))})
+	end, _ := json.Marshal(bodylog.Record{Type: bodylog.RecordEnd, Size: size, Received: size, Frames: frames, SHA256: hex.EncodeToString(h.Sum(nil))})
 	return append(append(prefix, end...), '\n')
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package capture
+package bodylog
 
 // setUmask does nothing where there is no umask.
 func setUmask(m int) int { return 0 }
