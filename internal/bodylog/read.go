@@ -76,11 +76,9 @@ func ReadArtifact(r io.Reader, maxDecompressed int64) (*Artifact, error) {
 		if state == 2 {
 			return nil, errors.New("artifact has data after its end record")
 		}
-		var rec Record
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&rec); err != nil {
-			return nil, fmt.Errorf("artifact record does not decode: %w", err)
+		rec, err := decodeRecord(line)
+		if err != nil {
+			return nil, err
 		}
 		if state == 0 {
 			if rec.Type != RecordHeader || rec.V != Version {
@@ -101,14 +99,9 @@ func ReadArtifact(r io.Reader, maxDecompressed int64) (*Artifact, error) {
 			if (rec.Type == RecordFrame) != (a.Header.Format == FormatSSE) {
 				return nil, fmt.Errorf("%s record in a %s artifact", rec.Type, a.Header.Format)
 			}
-			p := []byte(rec.Data)
-			if rec.B64 != "" {
-				if rec.Data != "" {
-					return nil, errors.New("artifact record holds both data and b64")
-				}
-				if p, err = base64.StdEncoding.DecodeString(rec.B64); err != nil {
-					return nil, fmt.Errorf("artifact record b64: %w", err)
-				}
+			p, err := recordData(rec)
+			if err != nil {
+				return nil, err
 			}
 			h.Write(p)
 			if rec.Type == RecordFrame {
@@ -139,6 +132,33 @@ func ReadArtifact(r io.Reader, maxDecompressed int64) (*Artifact, error) {
 		return nil, errors.New("artifact end record does not match its body (size, frames or SHA-256)")
 	}
 	return a, nil
+}
+
+// decodeRecord decodes one record line; unknown fields are an error.
+func decodeRecord(line []byte) (Record, error) {
+	var rec Record
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rec); err != nil {
+		return Record{}, fmt.Errorf("artifact record does not decode: %w", err)
+	}
+	return rec, nil
+}
+
+// recordData returns the bytes a chunk or frame record holds: Data, or
+// B64 decoded (never both).
+func recordData(rec Record) ([]byte, error) {
+	if rec.B64 == "" {
+		return []byte(rec.Data), nil
+	}
+	if rec.Data != "" {
+		return nil, errors.New("artifact record holds both data and b64")
+	}
+	p, err := base64.StdEncoding.DecodeString(rec.B64)
+	if err != nil {
+		return nil, fmt.Errorf("artifact record b64: %w", err)
+	}
+	return p, nil
 }
 
 // readLine reads one "\n"-terminated line (without it) of at most max
