@@ -194,8 +194,8 @@ func printStatus(w io.Writer, body []byte) error {
 	if st.Writer != nil {
 		p("ledger writer    %d transactions, %d operations, largest batch %d", st.Writer.Batches, st.Writer.Ops, st.Writer.MaxBatch)
 	}
-	if st.CaptureDrops > 0 {
-		p("capture          %d writes dropped", st.CaptureDrops)
+	if st.BodyLogDrops > 0 {
+		p("capture          %d writes dropped", st.BodyLogDrops)
 	}
 	snap := fmt.Sprintf("%d published", st.Snapshots.Published)
 	if st.Snapshots.Running {

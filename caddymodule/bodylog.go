@@ -36,7 +36,7 @@ type bodyLogDestructor struct{ w *bodylog.Writer }
 // Destruct waits briefly for pending writes and stops the worker.
 func (d bodyLogDestructor) Destruct() error {
 	err := d.w.Close(5 * time.Second)
-	captureClosed(d.w)
+	bodyLogClosed(d.w)
 	return err
 }
 
