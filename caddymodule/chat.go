@@ -35,11 +35,11 @@ import (
 // to the one end of the session.
 func (rq *request) serveChat() {
 	h := rq.h
-	body, ok := rq.admit()
+	body, ok := rq.admit() // 1
 	if !ok {
 		return
 	}
-	treq, aerr := translate.Translate(body, &h.translator)
+	treq, aerr := translate.Translate(body, &h.translator) // 2
 	model, stream := chatModel(treq)
 	rq.logClientRequest(body, model, stream)
 	if aerr != nil {
@@ -49,7 +49,7 @@ func (rq *request) serveChat() {
 
 	ctx, cancel := context.WithCancelCause(rq.r.Context())
 	defer cancel(errFinished)
-	cs, ok := rq.prepareCache(ctx, treq)
+	cs, ok := rq.prepareCache(ctx, treq) // 3
 	if !ok {
 		return
 	}
@@ -63,20 +63,20 @@ func (rq *request) serveChat() {
 	idle := transport.NewWatchdog(time.Duration(h.IdleTimeout), func() { cancel(errUpstreamIdle) })
 	defer idle.Stop()
 	var ans chatAnswer
-	resp, ok := rq.postChat(ctx, treq, cs, idle)
+	resp, ok := rq.postChat(ctx, treq, cs, idle) // 4
 	if ok {
 		defer resp.Body.Close()
-		ans, ok = rq.relayChat(ctx, cancel, resp, idle, treq.Stream, rq.chatOptions(treq, cs), cs)
+		ans, ok = rq.relayChat(ctx, cancel, resp, idle, treq.Stream, rq.chatOptions(treq, cs), cs) // 5
 	}
 	delivered := false
 	if ok {
 		countUsage(ans.usage(), cs.replayed() > 0)
 		if ans.succeeded() {
-			cs.complete(ctx, ans.outcome()) // before the terminal frame
+			cs.complete(ctx, ans.outcome()) // 6: before the terminal frame
 		}
-		delivered = ans.writeEnd()
+		delivered = ans.writeEnd() // 7
 	}
-	switch {
+	switch { // 8: exactly once
 	case delivered:
 		cs.delivered(ctx)
 	case rq.wroteBody && treq.Stream:
