@@ -189,51 +189,13 @@ func printStatus(w io.Writer, body []byte) error {
 		p("usage %-14s %d answers: %d input (%d cached), %d output (%d reasoning) tokens",
 			u.name, u.t.Responses, u.t.InputTokens, u.t.CachedInputTokens, u.t.OutputTokens, u.t.ReasoningTokens)
 	}
-	if l := st.Ledger; l != nil {
-		if l.Error != "" {
-			p("ledger           unreadable: %s", l.Error)
-		} else {
-			p("ledger           %s scopes, %s observations (%s replayable), %s payloads (%s bytes)",
-				fig(l.Scopes), fig(l.Observations), fig(l.ReplayableObservations), fig(l.Payloads), fig(l.PayloadBytes))
-			p("markers          %s start-poison, %s end-conflict; %s intents in flight; coverage gap %v",
-				fig(l.StartPoisonMarkers), fig(l.EndConflictMarkers), fig(l.Intents), l.CoverageGap)
-			idle := "no payloads"
-			if l.OldestPayloadTouchedAt > 0 {
-				idle = "oldest payload idle " + humanDuration(l.OldestPayloadIdleSeconds)
-			}
-			p("files            database %s, WAL %s; %s (figures %d ms old)",
-				humanize.IBytes(uint64(max(l.DatabaseBytes, 0))), humanize.IBytes(uint64(max(l.WALBytes, 0))), idle, l.AgeMillis)
-		}
-	}
-	if r := st.Retention; r != nil {
-		if r.GuardLatched {
-			p("GUARD LATCHED    the cache is off: %s; free disk space, delete %s, restart", r.GuardCause, r.GuardPath)
-		}
-		barrier := "lifted"
-		if r.BarrierActive {
-			barrier = fmt.Sprintf("holds deletion until %s (%s)",
-				time.UnixMilli(r.BarrierEndsAt).UTC().Format(time.RFC3339), r.BarrierReason)
-		}
-		cleanup := "not run yet"
-		if r.LastCleanupAt != nil {
-			cleanup = fmt.Sprintf("last at %s deleted %d (%d since start)",
-				time.UnixMilli(*r.LastCleanupAt).UTC().Format(time.RFC3339), r.LastCleanupDeleted, r.DeletedTotal)
-		}
-		p("retention        %s; restart barrier %s; cleanup %s",
-			humanDuration(r.RetentionSeconds), barrier, cleanup)
-		admit := "admitting new outputs"
-		if !r.Admitting {
-			admit = "NOT admitting new outputs (disk pressure)"
-		}
-		p("disk             reserve %s of %s; %s; free %s",
-			humanize.IBytes(uint64(max(r.ReserveBytes, 0))), humanize.IBytes(uint64(max(r.ReserveWantedBytes, 0))), admit,
-			humanize.IBytes(uint64(max(r.FreeBytes, 0))))
-	}
+	printLedger(p, st.Ledger)
+	printRetention(p, st.Retention)
 	if st.Writer != nil {
 		p("ledger writer    %d transactions, %d operations, largest batch %d", st.Writer.Batches, st.Writer.Ops, st.Writer.MaxBatch)
 	}
-	if st.CaptureDrops > 0 {
-		p("capture          %d writes dropped", st.CaptureDrops)
+	if st.BodyLogDrops > 0 {
+		p("capture          %d writes dropped", st.BodyLogDrops)
 	}
 	snap := fmt.Sprintf("%d published", st.Snapshots.Published)
 	if st.Snapshots.Running {
@@ -244,6 +206,56 @@ func printStatus(w io.Writer, body []byte) error {
 	}
 	p("snapshots        %s", snap)
 	return nil
+}
+
+// printLedger prints the ledger's figures (nil: not running).
+func printLedger(p func(string, ...any), l *LedgerStatus) {
+	if l == nil {
+		return
+	}
+	if l.Error != "" {
+		p("ledger           unreadable: %s", l.Error)
+	} else {
+		p("ledger           %s scopes, %s observations (%s replayable), %s payloads (%s bytes)",
+			fig(l.Scopes), fig(l.Observations), fig(l.ReplayableObservations), fig(l.Payloads), fig(l.PayloadBytes))
+		p("markers          %s start-poison, %s end-conflict; %s intents in flight; coverage gap %v",
+			fig(l.StartPoisonMarkers), fig(l.EndConflictMarkers), fig(l.Intents), l.CoverageGap)
+		idle := "no payloads"
+		if l.OldestPayloadTouchedAt > 0 {
+			idle = "oldest payload idle " + humanDuration(l.OldestPayloadIdleSeconds)
+		}
+		p("files            database %s, WAL %s; %s (figures %d ms old)",
+			humanize.IBytes(uint64(max(l.DatabaseBytes, 0))), humanize.IBytes(uint64(max(l.WALBytes, 0))), idle, l.AgeMillis)
+	}
+}
+
+// printRetention prints retention and disk admission (nil: not running).
+func printRetention(p func(string, ...any), r *RetentionStatus) {
+	if r == nil {
+		return
+	}
+	if r.GuardLatched {
+		p("GUARD LATCHED    the cache is off: %s; free disk space, delete %s, restart", r.GuardCause, r.GuardPath)
+	}
+	barrier := "lifted"
+	if r.BarrierActive {
+		barrier = fmt.Sprintf("holds deletion until %s (%s)",
+			time.UnixMilli(r.BarrierEndsAt).UTC().Format(time.RFC3339), r.BarrierReason)
+	}
+	cleanup := "not run yet"
+	if r.LastCleanupAt != nil {
+		cleanup = fmt.Sprintf("last at %s deleted %d (%d since start)",
+			time.UnixMilli(*r.LastCleanupAt).UTC().Format(time.RFC3339), r.LastCleanupDeleted, r.DeletedTotal)
+	}
+	p("retention        %s; restart barrier %s; cleanup %s",
+		humanDuration(r.RetentionSeconds), barrier, cleanup)
+	admit := "admitting new outputs"
+	if !r.Admitting {
+		admit = "NOT admitting new outputs (disk pressure)"
+	}
+	p("disk             reserve %s of %s; %s; free %s",
+		humanize.IBytes(uint64(max(r.ReserveBytes, 0))), humanize.IBytes(uint64(max(r.ReserveWantedBytes, 0))), admit,
+		humanize.IBytes(uint64(max(r.FreeBytes, 0))))
 }
 
 // fig prints a Figure, with a "≥" when it is a lower bound.

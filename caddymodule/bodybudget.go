@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
 )
 
 // DefaultMaxRequestBytesInFlight is the default budget of client body
@@ -65,6 +65,8 @@ type budgetReader struct {
 	read int64
 }
 
+// Read reserves budget for what it may read (at most budgetStep at a
+// time) before reading it, and fails with errBudget when it cannot.
 func (br *budgetReader) Read(p []byte) (int, error) {
 	if len(p) > budgetStep {
 		p = p[:budgetStep]

@@ -25,26 +25,16 @@ func init() {
 // relative to Caddy's working directory.
 const DefaultCacheDatabase = "./data/reasoning-cache.sqlite"
 
-// ErrCacheDisabled is returned by CacheApp.AcquireEngine when the cache is
-// disabled (or has no database): the request is served without the cache.
+// ErrCacheDisabled is the reason a request is relayed without the cache
+// when the cache is disabled or has no database.
 var ErrCacheDisabled = errors.New("reasoning cache is disabled")
 
-// Timings of the store's life cycle; variables so that tests can shorten
-// them.
+// Timings of the app; variables so that tests can shorten them (the
+// ledger pool's are in ledgerpool.go).
 var (
 	// sweepInterval is how often the app expires abandoned generations
 	// (generation_timeout).
 	sweepInterval = 30 * time.Second
-	// exitDrainTimeout bounds how long Caddy's shutdown waits for requests
-	// still holding the store before closing it anyway.
-	exitDrainTimeout = 10 * time.Second
-	// reloadDrainLimit bounds how long a store dropped by a reload (its
-	// database path changed or the app was removed) stays open for the
-	// requests still holding it.
-	reloadDrainLimit = 30 * time.Minute
-	// reopenWait bounds how long opening a database waits for the same
-	// database's previous store to finish closing.
-	reopenWait = 10 * time.Second
 	// startWait bounds how long a request that arrives before the app has
 	// started (Caddy starts apps in no fixed order) waits for the ledger
 	// before it is relayed without the cache.
@@ -60,7 +50,7 @@ var (
 // provisioned, so `caddy validate` has no effect on it.
 //
 // Handlers reach it with ctx.App("reasoning_cache") and pin the ledger
-// for each request with AcquireEngine.
+// for each request with acquireEngine.
 type CacheApp struct {
 	// Database is the path of the ledger's SQLite database. A relative path
 	// is resolved against Caddy's working directory. The folder is created
@@ -304,7 +294,7 @@ func (a *CacheApp) Cleanup() error {
 	return nil
 }
 
-// Acquire pins the ledger for one request and returns it with the
+// acquire pins the ledger for one request and returns it with the
 // function that releases the pin (call it exactly once, when the request
 // has finished with the ledger, typically deferred; further calls do
 // nothing). While any pin is held the ledger stays open, even if a
@@ -313,7 +303,7 @@ func (a *CacheApp) Cleanup() error {
 // It returns ErrCacheDisabled when the cache is disabled or has no
 // database, and ledger.ErrClosed if the ledger has already been closed;
 // in both cases the request should be relayed without the cache.
-func (a *CacheApp) Acquire() (*ledger.Store, func(), error) {
+func (a *CacheApp) acquire() (*ledger.Store, func(), error) {
 	if !a.Enabled || !a.started() || a.holder == nil {
 		return nil, func() {}, ErrCacheDisabled
 	}
@@ -361,9 +351,9 @@ func (a *CacheApp) engineConfig() reasoningcache.Config {
 	}
 }
 
-// AcquireEngine pins the ledger for one request and returns the cache
+// acquireEngine pins the ledger for one request and returns the cache
 // engine, or ErrCacheDisabled. Call release when the request ends.
-func (a *CacheApp) AcquireEngine() (*reasoningcache.Engine, func(), error) {
+func (a *CacheApp) acquireEngine() (*reasoningcache.Engine, func(), error) {
 	if !a.Enabled || !a.started() || a.engine == nil {
 		return nil, func() {}, ErrCacheDisabled
 	}
@@ -378,146 +368,9 @@ func (a *CacheApp) AcquireEngine() (*reasoningcache.Engine, func(), error) {
 // upstream rejected is resent once without replay.
 func (a *CacheApp) replayRetry() bool { return a.ReplayRetry == nil || *a.ReplayRetry }
 
-// ledgers holds the open ledgers, keyed by cleaned absolute database path,
-// across configuration reloads.
-var ledgers = caddy.NewUsagePool()
-
-// closing maps a database path to a channel that is closed when the store
-// a reload dropped for that path has closed, so that a later open of the
-// same path waits for it instead of failing on the ownership lock.
-var (
-	closingMu sync.Mutex
-	closing   = map[string]chan struct{}{}
-)
-
-// testHookStoreClosed, when set by tests, is called once each time a
-// store closes.
-var testHookStoreClosed func(path string)
-
-// storeHolder is the pool value: the open store and the requests pinning
-// it.
-type storeHolder struct {
-	key   string
-	store *ledger.Store
-	log   *zap.Logger
-
-	mu       sync.Mutex
-	inflight int
-	dropped  bool          // no configuration references it any more
-	drained  chan struct{} // closed when dropped and inflight reaches 0
-	closed   chan struct{} // closed once the store has closed
-	once     sync.Once
-	closeErr error
-}
-
-func openHolder(key string, opts ledger.Options) (*storeHolder, error) {
-	closingMu.Lock()
-	prev := closing[key]
-	closingMu.Unlock()
-	if prev != nil {
-		select {
-		case <-prev:
-		case <-time.After(reopenWait):
-			return nil, fmt.Errorf("database %s is still held by requests of an earlier configuration; retry when they have finished", key)
-		}
-	}
-	log := caddy.Log().Named("reasoning_cache.ledger")
-	opts.Logger = log
-	opts.ObserveBatch = observeBatch
-	st, err := ledger.Open(key, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &storeHolder{key: key, store: st, log: log, drained: make(chan struct{}), closed: make(chan struct{})}, nil
-}
-
-func (h *storeHolder) acquire() (*ledger.Store, func(), error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.dropped && h.inflight == 0 {
-		return nil, func() {}, ledger.ErrClosed
-	}
-	if !h.store.Enabled() {
-		return nil, func() {}, ErrCacheDisabled
-	}
-	h.inflight++
-	var once sync.Once
-	return h.store, func() { once.Do(h.release) }, nil
-}
-
-func (h *storeHolder) release() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.inflight--
-	if h.dropped && h.inflight == 0 {
-		close(h.drained)
-	}
-}
-
-// Destruct is called by the pool when no configuration references the
-// store any more. If no request holds it, it closes now. Otherwise it
-// closes when the last request releases it: in the background during a
-// reload (so that the reload does not wait for long streams; at most
-// reloadDrainLimit), or, when Caddy is exiting, after at most
-// exitDrainTimeout.
-func (h *storeHolder) Destruct() error {
-	h.mu.Lock()
-	h.dropped = true
-	idle := h.inflight == 0
-	if idle {
-		close(h.drained)
-	}
-	h.mu.Unlock()
-	if idle {
-		return h.close()
-	}
-	closingMu.Lock()
-	closing[h.key] = h.closed
-	closingMu.Unlock()
-	if caddy.Exiting() {
-		h.waitDrained(exitDrainTimeout)
-		return h.close()
-	}
-	go func() {
-		h.waitDrained(reloadDrainLimit)
-		if err := h.close(); err != nil {
-			h.log.Error("closing reasoning cache database", zap.Error(err))
-		}
-	}()
-	return nil
-}
-
-func (h *storeHolder) waitDrained(limit time.Duration) {
-	t := time.NewTimer(limit)
-	defer t.Stop()
-	select {
-	case <-h.drained:
-	case <-t.C:
-		h.log.Warn("closing reasoning cache database under requests still using it",
-			zap.String("database", h.key), zap.Duration("waited", limit))
-	}
-}
-
-func (h *storeHolder) close() error {
-	h.once.Do(func() {
-		h.closeErr = h.store.Close()
-		closingMu.Lock()
-		if closing[h.key] == h.closed {
-			delete(closing, h.key)
-		}
-		closingMu.Unlock()
-		close(h.closed)
-		if hook := testHookStoreClosed; hook != nil {
-			hook(h.key)
-		}
-	})
-	return h.closeErr
-}
-
 // Interface guards
 var (
 	_ caddy.App          = (*CacheApp)(nil)
 	_ caddy.Provisioner  = (*CacheApp)(nil)
 	_ caddy.CleanerUpper = (*CacheApp)(nil)
-	_ caddy.Destructor   = (*storeHolder)(nil)
 )

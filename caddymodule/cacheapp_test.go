@@ -116,7 +116,7 @@ func TestCacheAppReloadReusesStore(t *testing.T) {
 	defer stopCaddy(t)
 
 	app1 := loadConfig(t, cacheConfig(t, db1, true, "ERROR"))
-	st1, rel1, err := app1.Acquire()
+	st1, rel1, err := app1.acquire()
 	if err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
@@ -127,7 +127,7 @@ func TestCacheAppReloadReusesStore(t *testing.T) {
 	if app2 == app1 {
 		t.Fatal("config was not reloaded")
 	}
-	st2, rel2, err := app2.Acquire()
+	st2, rel2, err := app2.acquire()
 	if err != nil {
 		t.Fatalf("Acquire after reload: %v", err)
 	}
@@ -158,7 +158,7 @@ func TestCacheAppReloadReusesStore(t *testing.T) {
 		t.Fatal("store closed under an in-flight request")
 	}
 	writeMarker(t, st2, "in-flight request after path change")
-	if _, rel3, err := app3.Acquire(); err != nil {
+	if _, rel3, err := app3.acquire(); err != nil {
 		t.Fatalf("Acquire on the new database: %v", err)
 	} else {
 		rel3()
@@ -171,7 +171,7 @@ func TestCacheAppReloadReusesStore(t *testing.T) {
 
 	// Back to the first database: it reopens with what was committed.
 	app4 := loadConfig(t, cacheConfig(t, db1, true, "ERROR"))
-	st4, rel4, err := app4.Acquire()
+	st4, rel4, err := app4.acquire()
 	if err != nil {
 		t.Fatalf("Acquire after reopening: %v", err)
 	}
@@ -189,7 +189,7 @@ func TestCacheAppDisabledWithoutDatabaseCreatesNothing(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	app := loadConfig(t, cacheConfig(t, filepath.Join(dir, "c.sqlite"), false, "ERROR"))
 	defer stopCaddy(t)
-	if _, _, err := app.Acquire(); !errors.Is(err, ErrCacheDisabled) {
+	if _, _, err := app.acquire(); !errors.Is(err, ErrCacheDisabled) {
 		t.Fatalf("Acquire: %v, want ErrCacheDisabled", err)
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
@@ -202,7 +202,7 @@ func TestCacheAppDisableAndReenable(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "c.sqlite")
 	defer stopCaddy(t)
 	app := loadConfig(t, cacheConfig(t, db, true, "ERROR"))
-	st, rel, err := app.Acquire()
+	st, rel, err := app.acquire()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestCacheAppDisableAndReenable(t *testing.T) {
 	// Disabled by a reload: the store stays owned, records a gap and
 	// serves nothing.
 	app = loadConfig(t, cacheConfig(t, db, false, "ERROR"))
-	if _, _, err := app.Acquire(); !errors.Is(err, ErrCacheDisabled) {
+	if _, _, err := app.acquire(); !errors.Is(err, ErrCacheDisabled) {
 		t.Fatalf("Acquire while disabled: %v", err)
 	}
 	if gap, err := st.CoverageGap(ctx); err != nil || !gap {
@@ -223,7 +223,7 @@ func TestCacheAppDisableAndReenable(t *testing.T) {
 
 	// Enabled again: the gap is consumed.
 	app = loadConfig(t, cacheConfig(t, db, true, "ERROR"))
-	st2, rel2, err := app.Acquire()
+	st2, rel2, err := app.acquire()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func TestCacheAppAutoInstantiatedIsDisabled(t *testing.T) {
 	if app.Enabled || !strings.HasSuffix(app.DatabasePath(), filepath.FromSlash("data/reasoning-cache.sqlite")) {
 		t.Fatalf("defaults: enabled=%v database=%s", app.Enabled, app.DatabasePath())
 	}
-	if _, _, err := app.Acquire(); !errors.Is(err, ErrCacheDisabled) {
+	if _, _, err := app.acquire(); !errors.Is(err, ErrCacheDisabled) {
 		t.Fatalf("Acquire: %v", err)
 	}
 	if _, err := os.Stat(app.DatabasePath()); !errors.Is(err, fs.ErrNotExist) {
@@ -382,8 +382,8 @@ func TestCacheAppGuardedStartRelaysUncached(t *testing.T) {
 		t.Fatal(err)
 	}
 	app := loadConfig(t, cacheConfig(t, db, true, "ERROR"))
-	if _, _, err := app.AcquireEngine(); !errors.Is(err, ErrCacheDisabled) {
-		t.Fatalf("AcquireEngine with a guard file: %v, want ErrCacheDisabled", err)
+	if _, _, err := app.acquireEngine(); !errors.Is(err, ErrCacheDisabled) {
+		t.Fatalf("acquireEngine with a guard file: %v, want ErrCacheDisabled", err)
 	}
 	stopCaddy(t)
 	if err := os.Remove(db + ".guard"); err != nil {
@@ -391,9 +391,9 @@ func TestCacheAppGuardedStartRelaysUncached(t *testing.T) {
 	}
 	app = loadConfig(t, cacheConfig(t, db, true, "ERROR"))
 	defer stopCaddy(t)
-	_, release, err := app.AcquireEngine()
+	_, release, err := app.acquireEngine()
 	if err != nil {
-		t.Fatalf("AcquireEngine after the guard was deleted: %v", err)
+		t.Fatalf("acquireEngine after the guard was deleted: %v", err)
 	}
 	release()
 }

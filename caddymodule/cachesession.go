@@ -4,32 +4,69 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/translate"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache"
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/canonical"
 )
 
-// cacheSession is one request's use of the reasoning cache. Its methods
-// are safe on a nil receiver (cache disabled or skipped), so the relay's
-// code paths read the same with and without the cache.
-type cacheSession struct {
-	rq    *request
-	s     *reasoningcache.Session
-	ended bool
+// provisionCache finds the reasoning_cache app. Caddy instantiates it (and
+// starts it) even when the configuration has no reasoning_cache option;
+// disabled without a database it opens nothing.
+func (h *Handler) provisionCache(ctx caddy.Context) error {
+	app, err := ctx.App("reasoning_cache")
+	if err != nil {
+		return fmt.Errorf("getting the reasoning_cache app: %w", err)
+	}
+	h.cache = app.(*CacheApp)
+	return nil
 }
 
-// scopeMembers are the upstream body members that have their own place
-// in the cache scope, or are the history, or are transport details.
-var scopeMembers = map[string]bool{
-	"input": true, "model": true, "tools": true, "reasoning": true, "max_output_tokens": true,
-	"store": true, "include": true, "stream": true, "stream_options": true,
+// holdCache pins the reasoning cache's ledger for the duration of the
+// request, so that a `caddy reload` (which cleans up the old configuration
+// while its streams are still running) cannot close it under the request.
+// It sets rq.engine (nil when the cache is off) and rq.unpin, which
+// rq.close calls.
+func (rq *request) holdCache() {
+	if rq.h.cache == nil {
+		return
+	}
+	engine, release, err := rq.h.cache.acquireEngine()
+	rq.unpin = release
+	if err != nil {
+		if !errors.Is(err, ErrCacheDisabled) {
+			rq.h.logger.Warn("reasoning cache unavailable; relaying without it",
+				zap.String("request_id", rq.id), zap.Error(err))
+		}
+		return
+	}
+	rq.engine = engine
+}
+
+// replayRetry reports whether the cache resends a request once without
+// replay when the upstream rejects its replayed reasoning.
+func (h *Handler) replayRetry() bool { return h.cache != nil && h.cache.replayRetry() }
+
+// cacheSession is one chat request's use of the reasoning cache: a
+// reasoningcache.Session and what the relay needs around it. Its methods
+// are safe on a nil receiver (cache disabled or skipped), so the chat path
+// reads the same with and without the cache. serveChat ends it exactly
+// once, with delivered, abandon or release.
+type cacheSession struct {
+	s   *reasoningcache.Session
+	log *zap.Logger // the handler's, with the request ID
+	// allowance is the engine's per-request capture allowance
+	allowance int64
+	// commitTimeout bounds complete (the handler's delivery_timeout)
+	commitTimeout time.Duration
 }
 
 // prepareCache identifies the request, plans replay and commits the
@@ -40,10 +77,10 @@ func (rq *request) prepareCache(ctx context.Context, treq *translate.Request) (c
 	if rq.engine == nil {
 		return nil, true
 	}
-	req, err := rq.cacheRequest(treq)
+	log := rq.h.logger.With(zap.String("request_id", rq.id))
+	req, err := rq.cacheRequest(treq, log)
 	if err != nil {
-		rq.h.logger.Warn("reasoning cache: request not identifiable; relaying without the cache",
-			zap.String("request_id", rq.id), zap.Error(err))
+		log.Warn("reasoning cache: request not identifiable; relaying without the cache", zap.Error(err))
 		return nil, rq.fenceCache(ctx, treq.Model)
 	}
 	sess, err := rq.engine.Prepare(ctx, req)
@@ -53,8 +90,7 @@ func (rq *request) prepareCache(ctx context.Context, treq *translate.Request) (c
 			"The relay's reasoning cache cannot record this request safely right now; retry shortly."), "cache_unavailable")
 		return nil, false
 	case err != nil:
-		rq.h.logger.Warn("reasoning cache: prepare failed; relaying without the cache",
-			zap.String("request_id", rq.id), zap.Error(err))
+		log.Warn("reasoning cache: prepare failed; relaying without the cache", zap.Error(err))
 		return nil, rq.fenceCache(ctx, treq.Model)
 	}
 	if in := sess.Input(); in != nil {
@@ -63,20 +99,35 @@ func (rq *request) prepareCache(ctx context.Context, treq *translate.Request) (c
 	if key := sess.PromptCacheKey(); key != "" {
 		treq.SetField("prompt_cache_key", json.RawMessage(strconv.Quote(key)))
 	}
-	return &cacheSession{rq: rq, s: sess}, true
+	return &cacheSession{s: sess, log: log, allowance: rq.engine.Config().EntryAllowance,
+		commitTimeout: time.Duration(rq.h.DeliveryTimeout)}, true
 }
 
-// cacheRequest builds the engine's view of a translated request.
-func (rq *request) cacheRequest(treq *translate.Request) (reasoningcache.Request, error) {
+// cacheRequest builds the engine's view of a translated request: the
+// scope is who asks (relay token, caller, credential), where the request
+// goes (origin, endpoint, OpenAI-Beta) and what the upstream is asked
+// (model and the body's settings, as translate sorts them); the history is
+// the client's visible messages with the input items each became.
+func (rq *request) cacheRequest(treq *translate.Request, log *zap.Logger) (reasoningcache.Request, error) {
 	h := rq.h
+	set, err := treq.Settings()
+	if err != nil {
+		return reasoningcache.Request{}, err
+	}
 	scope := canonical.Scope{
-		Shape:      canonical.ShapeChat,
-		Origin:     h.upstream.Origin(),
-		Endpoint:   h.upstream.EndpointPath("responses"),
-		Credential: h.apiKey,
-		RelayToken: rq.token,
-		Model:      treq.Model,
-		OpenAIBeta: effectiveOpenAIBeta(rq.r.Header),
+		Shape:           canonical.ShapeChat,
+		Origin:          h.upstream.Origin(),
+		Endpoint:        h.upstream.EndpointPath("responses"),
+		Credential:      h.apiKey,
+		RelayToken:      rq.token,
+		Model:           treq.Model,
+		OpenAIBeta:      effectiveOpenAIBeta(rq.r.Header),
+		Reasoning:       set.Reasoning,
+		Tools:           set.Tools,
+		MaxOutputTokens: set.MaxOutputTokens,
+		Store:           set.Store,
+		Include:         set.Include,
+		Config:          set.Config,
 	}
 	if treq.Shape == translate.ShapeResponses {
 		scope.Shape = canonical.ShapeResponses
@@ -84,36 +135,6 @@ func (rq *request) cacheRequest(treq *translate.Request) (reasoningcache.Request
 	if h.CallerHeader != "" {
 		scope.Caller = rq.r.Header.Get(h.CallerHeader)
 	}
-	config := map[string]json.RawMessage{}
-	for _, f := range treq.Fields {
-		switch f.Key {
-		case "reasoning":
-			scope.Reasoning = f.Value
-		case "tools":
-			scope.Tools = f.Value
-		case "max_output_tokens":
-			if err := json.Unmarshal(f.Value, &scope.MaxOutputTokens); err != nil {
-				return reasoningcache.Request{}, errors.New("max_output_tokens is not an integer")
-			}
-		case "store":
-			if err := json.Unmarshal(f.Value, &scope.Store); err != nil {
-				return reasoningcache.Request{}, errors.New("store is not a boolean")
-			}
-		case "include":
-			if err := json.Unmarshal(f.Value, &scope.Include); err != nil {
-				return reasoningcache.Request{}, errors.New("include is not a list of strings")
-			}
-		default:
-			if !scopeMembers[f.Key] {
-				config[f.Key] = f.Value
-			}
-		}
-	}
-	cfg, err := json.Marshal(config)
-	if err != nil {
-		return reasoningcache.Request{}, err
-	}
-	scope.Config = cfg
 	_, hasKey := treq.Field("prompt_cache_key")
 	req := reasoningcache.Request{
 		Scope:          scope,
@@ -121,7 +142,7 @@ func (rq *request) cacheRequest(treq *translate.Request) (reasoningcache.Request
 		Spans:          make([][2]int, len(treq.History)),
 		Input:          treq.Input,
 		PromptCacheKey: !hasKey,
-		Logger:         rq.h.logger.With(zap.String("request_id", rq.id)),
+		Logger:         log,
 	}
 	for i, m := range treq.History {
 		req.History[i] = m.Raw
@@ -148,7 +169,7 @@ func (cs *cacheSession) captureLimit() int64 {
 	if !cs.handled() {
 		return 0
 	}
-	return cs.rq.engine.Config().EntryAllowance
+	return cs.allowance
 }
 
 // progress renews the generation inactivity deadline of the session's
@@ -170,41 +191,49 @@ func (cs *cacheSession) dropReplay(ctx context.Context, treq *translate.Request)
 	return nil
 }
 
-// complete records the finished upstream response before its terminal
-// chunk or JSON body is written. Failures are logged and the response is
-// still delivered: a session whose outcome was not recorded never ends
-// with a clean resolve (end poisons its position, or leaves the intent
-// for the sweep).
+// rejected counts an upstream rejection of the replayed reasoning.
+func (cs *cacheSession) rejected() { cs.s.Rejected() }
+
+// complete records the finished upstream response (Session.Complete)
+// before its terminal chunk or JSON body is written. Failures are logged
+// and the response is still delivered: a session whose outcome was not
+// recorded never ends with a clean resolve (its end poisons its position,
+// or leaves the intent for the sweep).
 func (cs *cacheSession) complete(ctx context.Context, out reasoningcache.Outcome) {
-	if cs == nil || cs.ended {
+	if cs == nil {
 		return
 	}
 	// the commit must not be cut short by a client that goes away at the
 	// last moment; it is bounded by the delivery deadline instead
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(cs.rq.h.DeliveryTimeout))
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cs.commitTimeout)
 	defer cancel()
 	if err := cs.s.Complete(ctx, out); err != nil {
-		cs.rq.h.logger.Warn("reasoning cache: recording the response failed",
-			zap.String("request_id", cs.rq.id), zap.Error(err))
+		cs.log.Warn("reasoning cache: recording the response failed", zap.Error(err))
 	}
 }
 
-// end finishes the session: delivered resolves the intent; otherwise an
-// interrupted response poisons its position, and a failure before any
-// byte reached the client just releases it.
-func (cs *cacheSession) end(delivered, bytesSent bool, why string) {
-	if cs == nil || cs.ended {
-		return
+// The three ends of a session; serveChat calls exactly one. They run even
+// when the client has gone away (the context's cancellation is dropped).
+
+// delivered resolves the intent: the client has the whole answer.
+func (cs *cacheSession) delivered(ctx context.Context) {
+	if cs != nil {
+		cs.s.Delivered(context.WithoutCancel(ctx))
 	}
-	cs.ended = true
-	ctx := context.WithoutCancel(cs.rq.r.Context())
-	switch {
-	case delivered:
-		cs.s.Delivered(ctx)
-	case bytesSent:
-		cs.s.Abandon(ctx, why)
-	default:
-		cs.s.Release(ctx)
+}
+
+// abandon ends a session whose answer was interrupted after bytes reached
+// the client: its position is poisoned, for reason why.
+func (cs *cacheSession) abandon(ctx context.Context, why string) {
+	if cs != nil {
+		cs.s.Abandon(context.WithoutCancel(ctx), why)
+	}
+}
+
+// release ends a session that failed before any byte reached the client.
+func (cs *cacheSession) release(ctx context.Context) {
+	if cs != nil {
+		cs.s.Release(context.WithoutCancel(ctx))
 	}
 }
 

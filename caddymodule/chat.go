@@ -1,36 +1,47 @@
 package caddymodule
 
 import (
-	"bytes"
 	"context"
-	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/translate"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache"
 )
 
-// serveChat relays POST …/chat/completions: translate the body (either
-// shape) to a Responses request, let the reasoning cache put earlier turns'
-// original output back, forward it and convert the answer back.
+// serveChat relays POST …/chat/completions. It is the relay's central
+// sequence, and reads top to bottom:
+//
+//  1. admit: authenticate, pin the reasoning cache, read the body;
+//  2. translate the body (Chat or Responses shaped) to a Responses request;
+//  3. prepare the cache session (Engine.Prepare): plan the replay of
+//     earlier turns' original output and commit the dispatch intent;
+//  4. post upstream, once more without replay if the upstream rejects the
+//     replayed reasoning;
+//  5. relay the event stream, or read the JSON answer, up to its terminal
+//     event, without writing the end of the answer;
+//  6. complete the cache session (Session.Complete): commit what the
+//     cache observed BEFORE the client can see the end of the answer;
+//  7. write the terminal frames (or the JSON body);
+//  8. end the session exactly once: Delivered, else Abandon once bytes
+//     reached the client, else Release.
+//
+// Between steps 3 and 8 there is no return: every failure falls through
+// to the one end of the session.
 func (rq *request) serveChat() {
 	h := rq.h
-	if h.capture != nil {
-		rq.beginCapture()
-		defer rq.cap.Finish()
-	}
-	body, ok := rq.readBody()
+	body, ok := rq.admit() // 1
 	if !ok {
 		return
 	}
-	treq, aerr := translate.Translate(body, &h.translator)
-	rq.captureChatRequest(body, treq)
+	treq, aerr := translate.Translate(body, &h.translator) // 2
+	model, stream := chatModel(treq)
+	rq.logClientRequest(body, model, stream)
 	if aerr != nil {
 		rq.fail(aerr, "invalid_request")
 		return
@@ -38,7 +49,7 @@ func (rq *request) serveChat() {
 
 	ctx, cancel := context.WithCancelCause(rq.r.Context())
 	defer cancel(errFinished)
-	cs, ok := rq.prepareCache(ctx, treq)
+	cs, ok := rq.prepareCache(ctx, treq) // 3
 	if !ok {
 		return
 	}
@@ -48,51 +59,45 @@ func (rq *request) serveChat() {
 	// from here on only the translation is needed: a large client body
 	// can be collected while the request is relayed
 	treq.ReleaseClientBody()
-	// a session that is not delivered by the code below ends here: as an
-	// interruption once bytes reached the client, else as a release
-	defer func() { cs.end(false, rq.wroteBody, "not_delivered") }()
 
 	idle := transport.NewWatchdog(time.Duration(h.IdleTimeout), func() { cancel(errUpstreamIdle) })
 	defer idle.Stop()
-	resp, ok := rq.postChat(ctx, treq, cs, idle)
-	if !ok {
-		return
+	var ans chatAnswer
+	resp, ok := rq.postChat(ctx, treq, cs, idle) // 4
+	if ok {
+		defer resp.Body.Close()
+		ans, ok = rq.relayChat(ctx, cancel, resp, idle, treq.Stream, rq.chatOptions(treq, cs), cs) // 5
 	}
-	defer resp.Body.Close()
+	delivered := false
+	if ok {
+		countUsage(ans.usage(), cs.replayed() > 0)
+		if ans.succeeded() {
+			cs.complete(ctx, ans.outcome()) // 6: before the terminal frame
+		}
+		delivered = ans.writeEnd() // 7
+	}
+	switch { // 8: exactly once
+	case delivered:
+		cs.delivered(ctx)
+	case rq.wroteBody && treq.Stream:
+		cs.abandon(ctx, "stream_interrupted")
+	case rq.wroteBody:
+		cs.abandon(ctx, "delivery_failed")
+	default:
+		cs.release(ctx)
+	}
+}
 
-	opts := translate.ChatOptions{
+// chatOptions are the parameters of the Chat answer to a translated
+// request.
+func (rq *request) chatOptions(treq *translate.Request, cs *cacheSession) translate.ChatOptions {
+	return translate.ChatOptions{
 		ID:           "chatcmpl-" + strings.TrimPrefix(rq.id, "rr_"),
 		Created:      rq.start.Unix(),
 		Model:        treq.Model,
 		IncludeUsage: treq.IncludeUsage,
 		CaptureLimit: cs.captureLimit(),
 	}
-	if treq.Stream {
-		if !isEventStream(resp.Header) {
-			rq.fail(apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_not_streaming",
-				"The upstream answered a streaming request without an event stream."), "upstream_not_streaming")
-			return
-		}
-		conv := &chatFrames{s: translate.NewStream(opts), cs: cs, ctx: ctx}
-		delivered := rq.relayStream(ctx, cancel, resp, idle, conv)
-		countUsage(conv.s.Usage(), cs.replayed() > 0)
-		cs.end(delivered, true, "stream_interrupted")
-		return
-	}
-	raw, ok := rq.readUpstreamBody(ctx, resp, idle)
-	if !ok {
-		return
-	}
-	comp, aerr := translate.ConvertCompletion(raw, opts)
-	if aerr != nil {
-		rq.fail(aerr, "upstream_failed_response")
-		return
-	}
-	countUsage(comp.Usage, cs.replayed() > 0)
-	// commit what the cache learned before the client sees the answer
-	cs.complete(ctx, outcomeOf(comp.Status, comp.Snapshot, comp.Output, nil, comp.Sent))
-	delivered := rq.writeJSON(resp.Header, comp.Body)
-	cs.end(delivered, true, "delivery_failed")
 }
 
 // postChat sends the translated request upstream. When the upstream
@@ -100,7 +105,6 @@ func (rq *request) serveChat() {
 // cache records a conflict for exactly those turns and the request is sent
 // once more without replay. On failure it has answered the client.
 func (rq *request) postChat(ctx context.Context, treq *translate.Request, cs *cacheSession, idle *transport.Watchdog) (*http.Response, bool) {
-	h := rq.h
 	for attempt := 1; ; attempt++ {
 		parts, n, err := treq.BodyParts()
 		if err != nil {
@@ -108,20 +112,11 @@ func (rq *request) postChat(ctx context.Context, treq *translate.Request, cs *ca
 				"The relay could not encode the upstream request."), "translation_failed")
 			return nil, false
 		}
-		upHdr := rq.upstreamHeaders()
-		if rq.cap != nil {
-			rq.captureUpstreamRequest(bytes.Join(parts, nil), treq.Stream, upHdr)
-		}
-		idle.Kick()
-		resp, err := h.upstream.PostParts(ctx, "responses", parts, n, treq.Stream, upHdr)
-		if err != nil {
-			rq.captureUpstreamFailure()
-			rq.upstreamFailure(ctx, err)
+		resp, ok := rq.postUpstream(ctx, parts, n, treq.Stream, idle)
+		if !ok {
 			return nil, false
 		}
-		rq.capUp = rq.captureUpstreamResponse(resp)
-		idle.Kick()
-		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		if isSuccess(resp) {
 			return resp, true
 		}
 		e, ok := rq.upstreamError(ctx, resp, idle)
@@ -131,116 +126,116 @@ func (rq *request) postChat(ctx context.Context, treq *translate.Request, cs *ca
 		}
 		rejected := attempt == 1 && cs.replayed() > 0 && isReplayRejection(e)
 		if rejected {
-			cs.s.Rejected()
+			cs.rejected()
 		}
-		if rejected && h.replayRetry() {
-			h.logger.Warn("upstream rejected replayed reasoning; resending without replay",
+		if rejected && rq.h.replayRetry() {
+			rq.h.logger.Warn("upstream rejected replayed reasoning; resending without replay",
 				zap.String("request_id", rq.id), zap.Int("status", e.Status), zap.String("error_code", e.Code))
 			if err := cs.dropReplay(ctx, treq); err == nil {
 				continue
 			}
 		}
-		rq.h.copyUpstreamHeaders(rq.w.Header(), resp.Header)
-		rq.fail(e, "upstream_status_"+strconv.Itoa(e.Status))
+		rq.failUpstream(e, resp, e.Status)
 		return nil, false
 	}
 }
 
-// upstreamOK checks the upstream status. For a non-2xx answer it reads the
-// (capped) error body and answers the client with the upstream status and
-// an OpenAI-shaped error.
-func (rq *request) upstreamOK(ctx context.Context, resp *http.Response, idle *transport.Watchdog) bool {
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return true
-	}
-	if e, ok := rq.upstreamError(ctx, resp, idle); ok {
-		rq.h.copyUpstreamHeaders(rq.w.Header(), resp.Header)
-		rq.fail(e, "upstream_status_"+strconv.Itoa(resp.StatusCode))
-	}
-	return false
+// chatAnswer is an upstream answer relayed up to its terminal event. The
+// end of the answer (a stream's terminal frames, a JSON answer's whole
+// body) is not written yet: the cache commits its outcome first.
+type chatAnswer interface {
+	// usage is the upstream's token usage, nil when it sent none.
+	usage() *translate.Usage
+	// succeeded reports whether the response completed or is incomplete
+	// (rather than failed): only then is its outcome committed.
+	succeeded() bool
+	// outcome is what the client was sent, for Session.Complete.
+	outcome() reasoningcache.Outcome
+	// writeEnd writes the end of the answer and reports whether a
+	// successful answer reached the client completely.
+	writeEnd() bool
 }
 
-// upstreamError reads a non-2xx upstream answer's (capped) body into the
-// error the client would get. ok is false when reading failed and the
-// client has been answered. The upstream's rate-limit headers are passed
-// on by the caller only when this answer is the one the client gets (not
-// for an attempt that is retried).
-func (rq *request) upstreamError(ctx context.Context, resp *http.Response, idle *transport.Watchdog) (*apierr.Error, bool) {
-	raw, ok := rq.readUpstreamBody(ctx, resp, idle)
+// relayChat relays the upstream's answer up to its terminal event: an
+// event stream is converted and relayed frame by frame, a JSON answer is
+// read and converted. ok is false when the answer failed before its
+// terminal event; the client has then been answered (or is gone).
+func (rq *request) relayChat(ctx context.Context, cancel context.CancelCauseFunc, resp *http.Response, idle *transport.Watchdog, stream bool, opts translate.ChatOptions, cs *cacheSession) (chatAnswer, bool) {
+	if !stream {
+		raw, ok := rq.readUpstreamBody(ctx, resp, idle)
+		if !ok {
+			return nil, false
+		}
+		comp, aerr := translate.ConvertCompletion(raw, opts)
+		if aerr != nil {
+			rq.fail(aerr, "upstream_failed_response")
+			return nil, false
+		}
+		return &chatJSON{rq: rq, header: resp.Header, comp: comp}, true
+	}
+	if !isEventStream(resp.Header) {
+		rq.fail(apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_not_streaming",
+			"The upstream answered a streaming request without an event stream."), "upstream_not_streaming")
+		return nil, false
+	}
+	conv := &chatFrames{s: translate.NewStream(opts), cs: cs}
+	es, ok := rq.relayEvents(ctx, cancel, resp, idle, conv)
 	if !ok {
 		return nil, false
 	}
-	return transport.UpstreamError(resp.StatusCode, raw, rq.h.secrets...), true
+	return &chatStream{rq: rq, es: es, conv: conv}, true
 }
 
-// readUpstreamBody reads a buffered upstream body under the response cap
-// and the idle deadline. On failure it has already answered the client.
-func (rq *request) readUpstreamBody(ctx context.Context, resp *http.Response, idle *transport.Watchdog) ([]byte, bool) {
-	raw, err := transport.ReadAll(transport.ProgressReader{R: resp.Body, WD: idle}, rq.h.MaxResponseBytes, resp.ContentLength)
-	switch {
-	case err == nil:
-		rq.capUp.Write(raw)
-		return raw, true
-	case err == transport.ErrTooLarge:
-		rq.fail(apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_response_too_large",
-			"The upstream answer exceeds the relay's max_response_bytes limit of "+formatBytes(rq.h.MaxResponseBytes)+"."), "response_too_large")
-	default:
-		rq.upstreamFailure(ctx, err)
-	}
-	return nil, false
+// chatJSON is a converted JSON answer, not written yet.
+type chatJSON struct {
+	rq     *request
+	header http.Header // the upstream's, for the headers passed on
+	comp   *translate.Completion
 }
 
-// writeJSON sends a complete JSON answer under the delivery deadline and
-// reports whether all of it was written.
-func (rq *request) writeJSON(upstreamHeader http.Header, body []byte) bool {
-	body = rq.h.scrubOut(body)
-	hdr := rq.w.Header()
-	hdr.Set("Content-Type", "application/json")
-	hdr.Set("Content-Length", strconv.Itoa(len(body)))
-	rq.h.copyUpstreamHeaders(hdr, upstreamHeader)
-	rq.w.WriteHeader(http.StatusOK)
-	rq.wroteBody = true
-	ds := transport.NewDownstream(rq.w, time.Duration(rq.h.WriteTimeout))
-	defer ds.Close()
-	ds.SetDeliveryDeadline(time.Now().Add(time.Duration(rq.h.DeliveryTimeout)))
-	if err := ds.WriteFlush(body); err != nil {
-		rq.log("client_write_failed", http.StatusOK, zap.Error(err))
-		return false
-	}
-	rq.log("ok", http.StatusOK, zap.Int("bytes_written", len(body)))
-	return true
+func (a *chatJSON) usage() *translate.Usage { return a.comp.Usage }
+func (a *chatJSON) succeeded() bool         { return true } // ConvertCompletion refuses failed responses
+func (a *chatJSON) outcome() reasoningcache.Outcome {
+	return outcomeOf(a.comp.Status, a.comp.Snapshot, a.comp.Output, nil, a.comp.Sent)
+}
+func (a *chatJSON) writeEnd() bool { return a.rq.writeJSON(a.header, a.comp.Body) }
+
+// chatStream is an event stream relayed up to its terminal event.
+type chatStream struct {
+	rq   *request
+	es   *eventStream
+	conv *chatFrames
 }
 
-// isEventStream reports whether a response is text/event-stream.
-func isEventStream(h http.Header) bool {
-	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
-	return err == nil && mt == "text/event-stream"
+func (a *chatStream) usage() *translate.Usage { return a.conv.s.Usage() }
+func (a *chatStream) succeeded() bool         { return a.conv.Succeeded() }
+func (a *chatStream) outcome() reasoningcache.Outcome {
+	s := a.conv.s
+	out := outcomeOf(s.Status(), s.Snapshot(), s.Output(), s.DoneItems(), s.Sent())
+	out.CaptureExceeded = s.CaptureExceeded()
+	return out
 }
+func (a *chatStream) writeEnd() bool { return a.rq.endStream(a.es, a.conv) }
 
-// chatFrames adapts translate.Stream to frameConverter. Before the
-// terminal frames of a successful response it lets the reasoning cache
-// commit what it learned.
+// chatFrames adapts translate.Stream to frameConverter. Every upstream
+// event renews the cache session's generation deadline.
 type chatFrames struct {
-	s   *translate.Stream
-	cs  *cacheSession
-	ctx context.Context
+	s  *translate.Stream
+	cs *cacheSession
 }
 
+// Event converts one upstream event to Chat chunks.
 func (c *chatFrames) Event(dst []byte, name string, data []byte) ([]byte, bool, error) {
-	c.cs.progress() // upstream progress renews the generation's inactivity deadline
+	c.cs.progress()
 	out, res, err := c.s.Event(dst, name, data)
 	return out, res.Terminal, err
 }
 
-func (c *chatFrames) Finish(dst []byte) []byte {
-	if c.s.Err() == nil {
-		out := outcomeOf(c.s.Status(), c.s.Snapshot(), c.s.Output(), c.s.DoneItems(), c.s.Sent())
-		out.CaptureExceeded = c.s.CaptureExceeded()
-		c.cs.complete(c.ctx, out)
-	}
-	return c.s.Finish(dst)
-}
+// Finish appends the terminal chunks (finish reason, usage, [DONE]).
+func (c *chatFrames) Finish(dst []byte) []byte { return c.s.Finish(dst) }
 
+// Fail appends the chunk that reports an abnormal end.
 func (c *chatFrames) Fail(dst []byte, e *apierr.Error) []byte { return c.s.Fail(dst, e) }
 
+// Succeeded reports whether the terminal event was a successful one.
 func (c *chatFrames) Succeeded() bool { return c.s.Err() == nil }

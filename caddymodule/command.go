@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/redact"
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/replay"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bundle"
 )
 
 // cliCommands build the children of `caddy reasoning-relay`: replay here,
@@ -122,7 +122,7 @@ answer is kept; past it the read is cancelled and comparisons are null.
 	compare.Flags().Bool("execute", false, "really send the request")
 	compare.Flags().String("url", "", "endpoint to send to instead of the bundle's (authorizes it)")
 	compare.Flags().StringArray("header-env", nil, "NAME=ENVVAR: fill header NAME from environment variable ENVVAR (repeatable)")
-	compare.Flags().Duration("timeout", replay.DefaultTimeout, "bound on the exchange (1s to 10m)")
+	compare.Flags().Duration("timeout", bundle.DefaultTimeout, "bound on the exchange (1s to 10m)")
 	cmd.AddCommand(compare)
 	return cmd
 }
@@ -140,15 +140,15 @@ func runReplayExport(fl caddycmd.Flags, stdout io.Writer) (int, error) {
 	if format != "text" && format != "json" {
 		return caddy.ExitCodeFailedStartup, fmt.Errorf("--format must be text or json")
 	}
-	b, err := replay.Export(replay.ExportOptions{RequestID: id, LogsDir: dir, Attempt: fl.Int("attempt")})
+	b, err := bundle.Export(bundle.ExportOptions{RequestID: id, LogsDir: dir, Attempt: fl.Int("attempt")})
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, errors.New(redact.Text(err.Error()))
 	}
-	data, err := replay.Canonical(b)
+	data, err := bundle.Canonical(b)
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, fmt.Errorf("encoding the bundle: %w", err)
 	}
-	sum, err := replay.WriteFileAtomic(output, data)
+	sum, err := bundle.WriteFileAtomic(output, data)
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, err
 	}
@@ -159,7 +159,7 @@ func runReplayExport(fl caddycmd.Flags, stdout io.Writer) (int, error) {
 		"warnings": b.Completeness.Warnings,
 	}
 	if format == "json" {
-		out, _ := replay.Canonical(summary)
+		out, _ := bundle.Canonical(summary)
 		_, _ = stdout.Write(out)
 		return caddy.ExitCodeSuccess, nil
 	}
@@ -188,21 +188,21 @@ func runReplayCompare(fl caddycmd.Flags, stdout io.Writer) (int, error) {
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, err
 	}
-	b, err := replay.ReadBundle(bundlePath)
+	b, err := bundle.ReadBundle(bundlePath)
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, errors.New(redact.Text(err.Error()))
 	}
-	c, err := replay.Compare(context.Background(), b, replay.CompareOptions{
+	c, err := bundle.Compare(context.Background(), b, bundle.CompareOptions{
 		Execute: fl.Bool("execute"), URL: fl.String("url"), HeaderEnv: headerEnv, Timeout: fl.Duration("timeout"),
 	})
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, err
 	}
-	data, err := replay.Canonical(c)
+	data, err := bundle.Canonical(c)
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, fmt.Errorf("encoding the comparison: %w", err)
 	}
-	sum, err := replay.WriteFileAtomic(output, data)
+	sum, err := bundle.WriteFileAtomic(output, data)
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, err
 	}

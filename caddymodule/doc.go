@@ -3,5 +3,8 @@
 // its Caddyfile parsing, the reasoning_cache app that owns the ledger, the
 // admin API routes under /reasoning_cache/ and the `caddy reasoning-relay`
 // CLI commands. It is thin: the work is done by the packages below it
-// (translate, transport, capture, replay) and by reasoningcache.
+// (translate, transport, redact), by internal/bodylog and internal/bundle
+// (body logging and replay bundles) and by reasoningcache. chat.go holds
+// the relay's central sequence (serveChat); README.md's Development
+// section maps the other files.
 package caddymodule

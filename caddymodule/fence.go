@@ -6,7 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
 )
 
 // fenceCache is called before a model request goes upstream without the

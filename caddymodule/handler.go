@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 
@@ -12,10 +11,10 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/translate"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
 )
 
 func init() {
@@ -155,8 +154,8 @@ type Handler struct {
 	logger     *zap.Logger
 	cache      *CacheApp
 
-	capture    *capture.Writer // nil when log_bodies is off
-	captureKey string          // this handler's reference in captureWriters
+	bodyLog    *bodylog.Writer // nil when log_bodies is off
+	bodyLogKey string          // this handler's reference in bodyLogWriters
 	// secrets are the relay's own credentials (the upstream key and every
 	// relay token), scrubbed from everything that leaves the relay:
 	// answers, passed-through headers, logs and captures
@@ -249,39 +248,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.SSEKeepalive = &d
 	}
 
-	h.translator = translate.Config{DefaultEffort: h.DefaultEffort, Aliases: make(map[string]translate.Alias, len(h.ModelAliases))}
-	seen := map[string]bool{}
-	var models []string
-	add := func(m string) {
-		if m != "" && !seen[m] {
-			seen[m] = true
-			models = append(models, m)
-		}
-	}
-	aliases := make([]string, 0, len(h.ModelAliases))
-	for name := range h.ModelAliases {
-		aliases = append(aliases, name)
-	}
-	sort.Strings(aliases)
-	for _, name := range aliases {
-		a := h.ModelAliases[name]
-		h.translator.Aliases[name] = translate.Alias{
-			Model: a.Model, Effort: a.Effort, Summary: a.Summary,
-			Verbosity: a.Verbosity, NoReasoning: a.NoReasoning,
-		}
-		add(name)
-	}
-	for _, name := range aliases {
-		add(h.ModelAliases[name].Model)
-	}
-	for _, m := range h.Models {
-		add(m)
-	}
-	h.models = models
+	h.provisionModels()
 	if err := h.provisionCache(ctx); err != nil {
 		return err
 	}
-	return h.provisionCapture(ctx)
+	return h.provisionBodyLog(ctx)
 }
 
 // Validate checks the configuration after provisioning.
@@ -333,7 +304,7 @@ func (h *Handler) Cleanup() error {
 	if h.upstream != nil {
 		h.upstream.CloseIdle()
 	}
-	h.cleanupCapture()
+	h.cleanupBodyLog()
 	return nil
 }
 
@@ -346,27 +317,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		repl.Set("http.reasoning_relay.request_id", id)
 	}
 	rq := &request{h: h, id: id, w: w, r: r, start: time.Now()}
-	defer rq.releaseBody()
+	defer rq.close()
 
 	path := strings.TrimRight(r.URL.Path, "/")
-	var route string
 	switch {
 	case strings.HasSuffix(path, "/chat/completions"):
-		route = "chat"
+		rq.route = "chat"
 	case strings.HasSuffix(path, "/responses"):
-		route = "responses"
+		rq.route = "responses"
 	case strings.HasSuffix(path, "/models"):
-		route = "models"
+		rq.route = "models"
 	case strings.HasSuffix(path, "/health"):
-		route = "health"
+		rq.route = "health"
 	default:
 		rq.fail(apierr.New(http.StatusNotFound, apierr.TypeInvalidRequest, "unknown_url",
 			fmt.Sprintf("Invalid URL (%s %s): the relay serves POST /chat/completions, GET /models, POST /responses and GET /health.", r.Method, r.URL.Path)), "unknown_route")
 		return nil
 	}
-	rq.route = route
 	want := http.MethodPost
-	if route == "models" || route == "health" {
+	if rq.route == "models" || rq.route == "health" {
 		want = http.MethodGet
 	}
 	if r.Method != want && !(want == http.MethodGet && r.Method == http.MethodHead) {
@@ -375,30 +344,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 			fmt.Sprintf("Method %s is not allowed on %s; use %s.", r.Method, r.URL.Path, want)), "method_not_allowed")
 		return nil
 	}
-	if route == "health" { // unauthenticated, for load balancers
-		rq.serveHealth()
-		return nil
-	}
-	token, ok := h.authenticate(r)
-	if !ok {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="reasoning_relay"`)
-		rq.fail(apierr.New(http.StatusUnauthorized, apierr.TypeInvalidRequest, "invalid_api_key",
-			"Incorrect API key provided: send a relay token as 'Authorization: Bearer <token>'."), "unauthorized")
-		return nil
-	}
-	rq.token = token
-	if route != "models" {
-		var release func()
-		rq.engine, release = rq.holdCache()
-		defer release()
-	}
-	switch route {
+	switch rq.route {
 	case "chat":
 		rq.serveChat()
 	case "responses":
 		rq.serveResponses()
+	case "models":
+		if rq.authenticate() {
+			rq.serveModels()
+		}
 	default:
-		rq.serveModels()
+		rq.serveHealth() // unauthenticated, for load balancers
 	}
 	return nil
 }

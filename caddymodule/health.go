@@ -7,7 +7,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
 )
 
 // Reasons the relay cannot serve with its cache as configured. They are

@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/translate"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache"
 )
 
@@ -41,7 +41,7 @@ type relayStats struct {
 	requests    [len(routes)][len(outcomes)]atomic.Int64
 	responses   [2]atomic.Int64                  // [replayed] responses whose usage was counted
 	tokens      [2][len(tokenKinds)]atomic.Int64 // [replayed][kind]
-	captureGone atomic.Int64                     // drops of capture writers that have closed
+	bodyLogGone atomic.Int64                     // drops of body-log writers that have closed
 }
 
 // routeIndex maps a route name to its index in routes.
@@ -99,12 +99,12 @@ func countUsage(u *translate.Usage, replayed bool) {
 	t[3].Add(u.OutputTokensDetails.ReasoningTokens)
 }
 
-// captureDrops is how many capture writes were dropped since start: those
+// bodyLogDrops is how many body-log writes were dropped since start: those
 // of closed writers plus those of the writers still open.
-func captureDrops() int64 {
-	n := relayCounters.captureGone.Load()
-	captureWriters.Range(func(_, v any) bool {
-		if d, ok := v.(captureDestructor); ok {
+func bodyLogDrops() int64 {
+	n := relayCounters.bodyLogGone.Load()
+	bodyLogWriters.Range(func(_, v any) bool {
+		if d, ok := v.(bodyLogDestructor); ok {
 			n += d.w.Stats().Dropped
 		}
 		return true
@@ -112,9 +112,9 @@ func captureDrops() int64 {
 	return n
 }
 
-// captureClosed remembers a closing capture writer's drops.
-func captureClosed(w *capture.Writer) {
-	relayCounters.captureGone.Add(w.Stats().Dropped)
+// bodyLogClosed remembers a closing body-log writer's drops.
+func bodyLogClosed(w *bodylog.Writer) {
+	relayCounters.bodyLogGone.Add(w.Stats().Dropped)
 }
 
 // Histograms of the ledger's writer, fed by ledger.Options.ObserveBatch.
@@ -166,7 +166,7 @@ var (
 	descWALBytes       = desc("ledger_wal_bytes", "Size of the ledger's write-ahead log.")
 	descResponses      = desc("usage_responses_total", "Upstream answers whose token usage was counted, by whether the request carried replayed reasoning.", "replayed")
 	descTokens         = desc("usage_tokens_total", "Upstream usage tokens, by kind and by whether the request carried replayed reasoning.", "replayed", "kind")
-	descCaptureDrops   = desc("capture_drops_total", "Body capture writes dropped because the capture directory did not keep up.")
+	descBodyLogDrops   = desc("capture_drops_total", "Body capture writes dropped because the capture directory did not keep up.")
 	descSnapshots      = desc("snapshots_total", "Inspection snapshots published through the admin API.")
 )
 
@@ -175,7 +175,7 @@ func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRequests, descCacheRequests, descBypasses, descReplayPlans,
 		descReplayedBlocks, descReplayOK, descRejections, descResends, descCapacity, descPoisons,
 		descConflicts, descObservations, descPayloads, descPayloadBytes, descSessions, descSessionBytes,
-		descSessionCap, descDatabaseBytes, descWALBytes, descResponses, descTokens, descCaptureDrops, descSnapshots} {
+		descSessionCap, descDatabaseBytes, descWALBytes, descResponses, descTokens, descBodyLogDrops, descSnapshots} {
 		ch <- d
 	}
 	commitSeconds.Describe(ch)
@@ -233,7 +233,7 @@ func (collector) Collect(ch chan<- prometheus.Metric) {
 			counter(descTokens, relayCounters.tokens[i][k].Load(), replayed, kind)
 		}
 	}
-	counter(descCaptureDrops, captureDrops())
+	counter(descBodyLogDrops, bodyLogDrops())
 	counter(descSnapshots, snapshotsPublished.Load())
 	commitSeconds.Collect(ch)
 	batchOperations.Collect(ch)

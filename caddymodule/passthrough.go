@@ -3,24 +3,22 @@ package caddymodule
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"time"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/translate"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
 )
 
 // serveResponses forwards POST …/responses to the upstream as is, under the
 // same guards as the chat route: authentication, body cap, idle and
 // delivery deadlines, SSE event cap and keepalives. Only the credential is
-// swapped.
+// swapped. The reasoning cache does not observe these requests: it fences
+// the scopes they could touch.
 func (rq *request) serveResponses() {
 	h := rq.h
-	if h.capture != nil {
-		rq.beginCapture()
-		defer rq.cap.Finish()
-	}
-	body, ok := rq.readBody()
+	body, ok := rq.admit()
 	if !ok {
 		return
 	}
@@ -29,7 +27,7 @@ func (rq *request) serveResponses() {
 		Stream bool   `json:"stream"`
 	}
 	err := json.Unmarshal(body, &probe)
-	rq.captureClientRequest(body, probe.Model, probe.Stream)
+	rq.logClientRequest(body, probe.Model, probe.Stream)
 	if aerr := translate.CheckJSON(body); aerr != nil {
 		rq.fail(aerr, "invalid_request")
 		return
@@ -42,36 +40,32 @@ func (rq *request) serveResponses() {
 
 	ctx, cancel := context.WithCancelCause(rq.r.Context())
 	defer cancel(errFinished)
-	// the cache does not observe this generation: fence what it may touch
 	if !rq.fenceCache(ctx, probe.Model) {
 		return
 	}
 	idle := transport.NewWatchdog(time.Duration(h.IdleTimeout), func() { cancel(errUpstreamIdle) })
 	defer idle.Stop()
-
-	upHdr := rq.upstreamHeaders()
-	rq.captureUpstreamRequest(body, probe.Stream, upHdr)
-	resp, err := h.upstream.Post(ctx, "responses", body, probe.Stream, upHdr)
-	if err != nil {
-		rq.captureUpstreamFailure()
-		rq.upstreamFailure(ctx, err)
-		return
-	}
-	defer resp.Body.Close()
-	rq.capUp = rq.captureUpstreamResponse(resp)
-	idle.Kick()
-	if !rq.upstreamOK(ctx, resp, idle) {
-		return
-	}
-	if isEventStream(resp.Header) {
-		_ = rq.relayStream(ctx, cancel, resp, idle, &passFrames{})
-		return
-	}
-	raw, ok := rq.readUpstreamBody(ctx, resp, idle)
+	resp, ok := rq.postUpstream(ctx, net.Buffers{body}, int64(len(body)), probe.Stream, idle)
 	if !ok {
 		return
 	}
-	rq.writeJSON(resp.Header, raw)
+	defer resp.Body.Close()
+	if !isSuccess(resp) {
+		if e, ok := rq.upstreamError(ctx, resp, idle); ok {
+			rq.failUpstream(e, resp, resp.StatusCode)
+		}
+		return
+	}
+	if isEventStream(resp.Header) {
+		conv := &passFrames{}
+		if es, ok := rq.relayEvents(ctx, cancel, resp, idle, conv); ok {
+			rq.endStream(es, conv)
+		}
+		return
+	}
+	if raw, ok := rq.readUpstreamBody(ctx, resp, idle); ok {
+		rq.writeJSON(resp.Header, raw)
+	}
 }
 
 // passFrames re-frames upstream Responses events unchanged and stops at the

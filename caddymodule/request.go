@@ -1,19 +1,18 @@
 package caddymodule
 
 import (
-	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/capture"
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/redact"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache"
 )
 
@@ -25,7 +24,8 @@ var (
 	errFinished     = errors.New("request finished")
 )
 
-// request is the state of one relayed request.
+// request is the state of one relayed request. It lives on the request's
+// goroutine; its context is the HTTP request's (r.Context()), never a copy.
 type request struct {
 	h     *Handler
 	id    string
@@ -38,8 +38,12 @@ type request struct {
 	// follow: from then on a failure is an interruption, not a refusal
 	wroteBody bool
 	engine    *reasoningcache.Engine // nil when the reasoning cache is off
-	cap       *capture.Request       // nil unless log_bodies is on
-	capUp     *capture.Body          // the upstream_response capture, when recording
+	unpin     func()                 // releases the request's pin of the cache's ledger
+
+	// body logging (log_bodies): nil when off; see bodylog.go
+	bodies       *bodylog.Request
+	upstreamBody *bodylog.Body // the upstream_response phase, once started
+	clientBody   *bodylog.Body // the client_response phase, once started
 
 	// bodyRead is set once the client's body has been read to its end
 	bodyRead bool
@@ -50,12 +54,38 @@ type request struct {
 	held int64
 }
 
+// admit opens a model route (chat or responses): it authenticates the
+// client, pins the reasoning cache for the request, starts body logging
+// and reads the body, which the body log records. ok is false when the
+// client has been answered.
+func (rq *request) admit() (body []byte, ok bool) {
+	if !rq.authenticate() {
+		return nil, false
+	}
+	rq.holdCache()
+	rq.bodies = rq.h.bodyLog.Begin(rq.id, 1, rq.h.secrets)
+	return rq.readBody()
+}
+
+// close releases what the request holds once it has been answered: the
+// body log's open phases, the cache pin and the body budget. ServeHTTP
+// defers it.
+func (rq *request) close() {
+	rq.bodies.Finish()
+	if rq.unpin != nil {
+		rq.unpin()
+	}
+	rq.releaseBody()
+}
+
 // fail writes e as the response (nothing may have been written yet) and
 // logs reason.
 func (rq *request) fail(e *apierr.Error, reason string) {
 	e = rq.h.scrubError(e)
 	closing := rq.closeIfBodyUnread()
-	apierr.Write(rq.w, e)
+	body := apierr.Write(rq.w, e)
+	rq.logClientResponse(e.HTTPStatus())
+	rq.clientBody.Write(body)
 	rq.log(reason, e.HTTPStatus(), zap.String("error_type", e.Type), zap.String("error_code", e.Code))
 	if closing && !rq.drainAfterAnswer {
 		rq.hangUp()
@@ -67,7 +97,7 @@ func (rq *request) fail(e *apierr.Error, reason string) {
 // operator's attention (upstream failures, timeouts) are warnings; the
 // rest is debug output.
 func (rq *request) log(reason string, status int, fields ...zap.Field) {
-	rq.cap.SetOutcome(reason)
+	rq.bodies.SetOutcome(reason)
 	countRequest(rq.route, reason)
 	level := zapcore.DebugLevel
 	if isWarning(reason) {
@@ -165,30 +195,25 @@ func sanitizeToken(s string) string {
 	}, s)
 }
 
-// upstreamFailure answers a failed upstream round trip (no response).
-func (rq *request) upstreamFailure(ctx context.Context, err error) {
-	switch {
-	case errors.Is(context.Cause(ctx), errUpstreamIdle):
-		rq.fail(apierr.New(http.StatusGatewayTimeout, apierr.TypeTimeout, "upstream_timeout",
-			"The upstream did not answer within the relay's idle timeout."), "upstream_idle_timeout")
-	case rq.r.Context().Err() != nil:
-		rq.log("client_gone", 499)
-	default:
-		rq.h.logger.Warn("upstream request failed", zap.String("request_id", rq.id),
-			zap.String("error", redact.Error(err, rq.h.secrets...)))
-		rq.fail(apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_unreachable",
-			"The relay could not reach the upstream."), "upstream_unreachable")
+// writeJSON sends a complete JSON answer under the delivery deadline and
+// reports whether all of it was written.
+func (rq *request) writeJSON(upstreamHeader http.Header, body []byte) bool {
+	body = rq.h.scrubOut(body)
+	hdr := rq.w.Header()
+	hdr.Set("Content-Type", "application/json")
+	hdr.Set("Content-Length", strconv.Itoa(len(body)))
+	rq.h.copyUpstreamHeaders(hdr, upstreamHeader)
+	rq.w.WriteHeader(http.StatusOK)
+	rq.wroteBody = true
+	rq.logClientResponse(http.StatusOK)
+	ds := transport.NewDownstream(rq.w, time.Duration(rq.h.WriteTimeout))
+	defer ds.Close()
+	ds.SetDeliveryDeadline(time.Now().Add(time.Duration(rq.h.DeliveryTimeout)))
+	if err := ds.WriteFlush(body); err != nil {
+		rq.log("client_write_failed", http.StatusOK, zap.Error(err))
+		return false
 	}
-}
-
-// upstreamHeaders are the client headers forwarded upstream. The client's
-// Authorization never is.
-func (rq *request) upstreamHeaders() http.Header {
-	hdr := http.Header{}
-	if v := rq.r.Header.Values("OpenAI-Beta"); len(v) > 0 {
-		hdr["Openai-Beta"] = v
-	}
-	hdr.Set("X-Client-Request-Id", rq.id)
-	hdr.Set("User-Agent", "caddy-reasoning-relay")
-	return hdr
+	rq.clientBody.Write(body)
+	rq.log("ok", http.StatusOK, zap.Int("bytes_written", len(body)))
+	return true
 }

@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/redact"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
 )
 
 // The relay knows its own credentials exactly (Handler.secrets). Whatever

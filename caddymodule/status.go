@@ -78,8 +78,8 @@ type Status struct {
 	// Retention is the retention, cleanup, disk-reserve and guard state
 	// (null when the ledger is not open).
 	Retention *RetentionStatus `json:"retention"`
-	// CaptureDrops is how many body-capture writes were dropped.
-	CaptureDrops int64 `json:"capture_drops"`
+	// BodyLogDrops is how many body-capture writes were dropped.
+	BodyLogDrops int64 `json:"capture_drops"`
 	// Snapshots is the inspection snapshot state.
 	Snapshots SnapshotStatus `json:"snapshots"`
 }
@@ -261,7 +261,7 @@ func buildStatus(ctx context.Context) Status {
 		UptimeSeconds: int64(time.Since(processStart).Seconds()),
 		Requests:      map[string]map[string]int64{},
 		Cache:         engineCounters.Values(),
-		CaptureDrops:  captureDrops(),
+		BodyLogDrops:  bodyLogDrops(),
 	}
 	for r, route := range routes {
 		m := map[string]int64{}

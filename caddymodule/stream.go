@@ -9,8 +9,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
 )
 
 // frameConverter turns upstream SSE events into client frames. The chat
@@ -18,8 +18,9 @@ import (
 // events through unchanged.
 type frameConverter interface {
 	// Event appends the frames for one upstream event to dst and reports
-	// whether the event was terminal. Terminal frames are appended by
-	// Finish, after the caller's bookkeeping.
+	// whether the event was terminal. The terminal frames are appended by
+	// Finish, after the caller's bookkeeping (the cache commits its
+	// observation in between).
 	Event(dst []byte, name string, data []byte) (out []byte, terminal bool, err error)
 	// Finish appends the terminal frames.
 	Finish(dst []byte) []byte
@@ -61,122 +62,179 @@ func pump(ctx context.Context, body io.Reader, maxEvent int, out chan<- pumped) 
 	}
 }
 
-// relayStream copies an upstream SSE answer to the client through conv,
-// one flushed write per upstream event, with SSE keepalive comments during
-// silence, the backpressure deadline on every write and the delivery
-// deadline after the terminal event. Headers must not have been written.
-// cancel cancels the upstream request's context. It reports whether a
-// successful answer was delivered completely.
-func (rq *request) relayStream(ctx context.Context, cancel context.CancelCauseFunc, resp *http.Response, idle *transport.Watchdog, conv frameConverter) bool {
+// eventStream is an event-stream answer being written to the client: one
+// flushed write per frame, each under the backpressure deadline (and the
+// delivery deadline once the upstream has finished), with keepalive
+// comments while it is silent. What reaches the client is recorded by the
+// body log.
+type eventStream struct {
+	rq *request
+	ds *transport.Downstream
+	// cancel cancels the upstream request when a client write fails
+	cancel context.CancelCauseFunc
+	// keep fires the next keepalive; nil when keepalives are off
+	keep *time.Timer
+}
+
+// openStream writes the status line and headers of an event-stream answer
+// and flushes them at once, so that the client knows the request was
+// accepted even while the model is still thinking. Headers must not have
+// been written. Call close when the stream ends.
+func (rq *request) openStream(cancel context.CancelCauseFunc, upstreamHeader http.Header) (*eventStream, bool) {
 	h := rq.h
 	hdr := rq.w.Header()
 	hdr.Set("Content-Type", "text/event-stream")
 	hdr.Set("Cache-Control", "no-cache")
 	hdr.Set("X-Accel-Buffering", "no")
 	hdr.Del("Content-Length")
-	h.copyUpstreamHeaders(hdr, resp.Header)
+	h.copyUpstreamHeaders(hdr, upstreamHeader)
 	rq.w.WriteHeader(http.StatusOK)
 	rq.wroteBody = true
+	rq.logClientResponse(http.StatusOK)
 
-	ds := transport.NewDownstream(rq.w, time.Duration(h.WriteTimeout))
-	defer ds.Close()
-	// the status line and headers go out at once, so the client knows the
-	// request was accepted even while the model is still thinking
-	if err := ds.WriteFlush(nil); err != nil {
+	es := &eventStream{rq: rq, ds: transport.NewDownstream(rq.w, time.Duration(h.WriteTimeout)), cancel: cancel}
+	if err := es.ds.WriteFlush(nil); err != nil {
 		cancel(errClientWrite)
 		rq.log("client_write_failed", http.StatusOK)
-		return false
+		es.close()
+		return nil, false
 	}
-
-	events := make(chan pumped, 1)
-	go pump(ctx, transport.ProgressReader{R: resp.Body, WD: idle}, int(h.MaxSSEEventBytes), events)
-
-	var keepalive <-chan time.Time
-	var keepTimer *time.Timer
 	if ka := time.Duration(*h.SSEKeepalive); ka > 0 {
-		keepTimer = time.NewTimer(ka)
-		defer keepTimer.Stop()
-		keepalive = keepTimer.C
+		es.keep = time.NewTimer(ka)
 	}
-	write := func(p []byte) bool {
-		if len(p) == 0 {
-			return true
-		}
-		if err := ds.WriteFlush(h.scrubOut(p)); err != nil {
-			cancel(errClientWrite)
-			reason := "client_write_failed"
-			if errors.Is(err, transport.ErrBackpressure) {
-				reason = "backpressure_timeout"
-			} else if errors.Is(err, transport.ErrDeliveryTimeout) {
-				reason = "delivery_timeout"
-			}
-			rq.log(reason, http.StatusOK, zap.Int64("bytes_written", ds.Written()))
-			return false
-		}
-		if keepTimer != nil {
-			keepTimer.Reset(time.Duration(*h.SSEKeepalive))
-		}
+	return es, true
+}
+
+// keepalive fires when the stream has been silent for sse_keepalive; it
+// never fires when keepalives are off.
+func (es *eventStream) keepalive() <-chan time.Time {
+	if es.keep == nil {
+		return nil
+	}
+	return es.keep.C
+}
+
+// write sends p (scrubbed of the relay's credentials) and flushes it. On
+// failure it cancels the upstream request, logs the reason and reports
+// false.
+func (es *eventStream) write(p []byte) bool {
+	if len(p) == 0 {
 		return true
 	}
-	// abort ends the stream with an error frame and logs reason.
-	abort := func(e *apierr.Error, reason string) {
-		if write(conv.Fail(nil, e)) {
-			rq.log(reason, http.StatusOK, zap.Int64("bytes_written", ds.Written()))
+	rq := es.rq
+	p = rq.h.scrubOut(p)
+	if err := es.ds.WriteFlush(p); err != nil {
+		es.cancel(errClientWrite)
+		reason := "client_write_failed"
+		if errors.Is(err, transport.ErrBackpressure) {
+			reason = "backpressure_timeout"
+		} else if errors.Is(err, transport.ErrDeliveryTimeout) {
+			reason = "delivery_timeout"
 		}
+		rq.log(reason, http.StatusOK, zap.Int64("bytes_written", es.ds.Written()))
+		return false
 	}
+	rq.clientBody.Write(p)
+	if es.keep != nil {
+		es.keep.Reset(time.Duration(*rq.h.SSEKeepalive))
+	}
+	return true
+}
+
+// abort ends the stream with conv's error frame and logs reason.
+func (es *eventStream) abort(conv frameConverter, e *apierr.Error, reason string) {
+	if es.write(conv.Fail(nil, e)) {
+		es.rq.log(reason, http.StatusOK, zap.Int64("bytes_written", es.ds.Written()))
+	}
+}
+
+// close stops the stream's timers.
+func (es *eventStream) close() {
+	if es.keep != nil {
+		es.keep.Stop()
+	}
+	es.ds.Close()
+}
+
+// relayEvents copies an upstream event stream to the client through conv
+// up to and including the upstream's terminal event, and returns there,
+// before the terminal frames (conv.Finish) are written: the caller writes
+// them with endStream, after its own bookkeeping. From the terminal event
+// on, writes are bounded by the delivery deadline. On failure (the stream
+// ended early, the client went away) the client has been answered with an
+// error frame where possible and the stream is closed.
+func (rq *request) relayEvents(ctx context.Context, cancel context.CancelCauseFunc, resp *http.Response, idle *transport.Watchdog, conv frameConverter) (es *eventStream, ok bool) {
+	es, ok = rq.openStream(cancel, resp.Header)
+	if !ok {
+		return nil, false
+	}
+	defer func() {
+		if !ok {
+			es.close()
+		}
+	}()
+	events := make(chan pumped, 1)
+	go pump(ctx, transport.ProgressReader{R: resp.Body, WD: idle}, int(rq.h.MaxSSEEventBytes), events)
 
 	buf := make([]byte, 0, 4096)
 	for {
 		select {
 		case p := <-events:
 			if p.err != nil {
-				rq.streamEnded(ctx, p.err, abort)
-				return false
+				rq.streamEnded(ctx, p.err, es, conv)
+				return es, false
 			}
-			if rq.capUp != nil {
-				rq.captureFrame(p.name, p.data)
-			}
+			rq.logUpstreamFrame(p.name, p.data)
 			var terminal bool
 			var err error
 			buf, terminal, err = conv.Event(buf[:0], p.name, p.data)
 			if err != nil {
-				abort(apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_malformed",
+				es.abort(conv, apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_malformed",
 					"The upstream sent an event the relay could not parse."), "upstream_malformed")
-				return false
+				return es, false
 			}
-			if !write(buf) {
-				return false
+			if !es.write(buf) {
+				return es, false
 			}
 			if terminal {
 				idle.Stop()
-				ds.SetDeliveryDeadline(time.Now().Add(time.Duration(h.DeliveryTimeout)))
-				if !write(conv.Finish(buf[:0])) {
-					return false
-				}
-				cancel(errFinished)
-				if !conv.Succeeded() {
-					rq.log("upstream_failed_response", http.StatusOK, zap.Int64("bytes_written", ds.Written()))
-					return false
-				}
-				rq.log("ok", http.StatusOK, zap.Int64("bytes_written", ds.Written()))
-				return true
+				es.ds.SetDeliveryDeadline(time.Now().Add(time.Duration(rq.h.DeliveryTimeout)))
+				return es, true
 			}
-		case <-keepalive:
-			if !write([]byte(": keepalive\n\n")) {
-				return false
+		case <-es.keepalive():
+			if !es.write([]byte(": keepalive\n\n")) {
+				return es, false
 			}
 		case <-ctx.Done():
 			// the pump reports idle timeouts and read errors itself; here
 			// only the client going away is left
-			rq.streamEnded(ctx, context.Cause(ctx), abort)
-			return false
+			rq.streamEnded(ctx, context.Cause(ctx), es, conv)
+			return es, false
 		}
 	}
 }
 
+// endStream writes the terminal frames of a stream relayEvents returned,
+// closes it and reports whether a successful answer was delivered
+// completely.
+func (rq *request) endStream(es *eventStream, conv frameConverter) bool {
+	defer es.close()
+	if !es.write(conv.Finish(nil)) {
+		return false
+	}
+	es.cancel(errFinished)
+	if !conv.Succeeded() {
+		rq.log("upstream_failed_response", http.StatusOK, zap.Int64("bytes_written", es.ds.Written()))
+		return false
+	}
+	rq.log("ok", http.StatusOK, zap.Int64("bytes_written", es.ds.Written()))
+	return true
+}
+
 // streamEnded handles the end of an upstream stream before its terminal
 // event: a stream that ends without one never becomes a successful answer.
-func (rq *request) streamEnded(ctx context.Context, err error, abort func(*apierr.Error, string)) {
+func (rq *request) streamEnded(ctx context.Context, err error, es *eventStream, conv frameConverter) {
+	abort := func(e *apierr.Error, reason string) { es.abort(conv, e, reason) }
 	switch {
 	case rq.r.Context().Err() != nil:
 		rq.log("client_gone", http.StatusOK)

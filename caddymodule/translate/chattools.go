@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/jsonscan"
 )
 

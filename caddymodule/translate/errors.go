@@ -3,7 +3,7 @@ package translate
 import (
 	"fmt"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
 )
 
 // Error codes used in request validation errors.

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
 )
 
 // Result describes what one upstream event did.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
 )
 
 // ev builds an event whose name is taken from the JSON "type".

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
 )
 
 // Usage is the token usage of a Responses answer.

@@ -101,7 +101,7 @@ func TestParseBaseURL(t *testing.T) {
 	}
 }
 
-func TestUpstreamPostHeaders(t *testing.T) {
+func TestUpstreamRequestHeaders(t *testing.T) {
 	var got http.Header
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = r.Header.Clone()
@@ -116,7 +116,11 @@ func TestUpstreamPostHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	extra := http.Header{"Openai-Beta": {"responses=v1"}, "Authorization": {"Bearer client-token"}}
-	resp, err := up.Post(t.Context(), "responses", []byte(`{}`), true, extra)
+	req, err := up.NewRequest(t.Context(), "responses", net.Buffers{[]byte(`{}`)}, 2, true, extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := up.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

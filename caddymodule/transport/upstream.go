@@ -90,17 +90,13 @@ func (c *Upstream) EndpointPath(path string) string {
 // Origin returns scheme://host of the base URL.
 func (c *Upstream) Origin() string { return c.base.Scheme + "://" + c.base.Host }
 
-// Post sends body to path under the base URL with the upstream credential.
-// extra headers (such as OpenAI-Beta) are added as given. The caller must
-// close the response body.
-func (c *Upstream) Post(ctx context.Context, path string, body []byte, stream bool, extra http.Header) (*http.Response, error) {
-	return c.PostParts(ctx, path, net.Buffers{body}, int64(len(body)), stream, extra)
-}
-
-// PostParts is Post for a body given as parts of n bytes in total, sent
-// in order without being joined (a large request is not copied once more).
-// The parts must not change until the response has been read.
-func (c *Upstream) PostParts(ctx context.Context, path string, parts net.Buffers, n int64, stream bool, extra http.Header) (*http.Response, error) {
+// NewRequest builds the POST of a body, given as parts of n bytes in
+// total, to path under the base URL, with the upstream credential and the
+// extra headers (such as OpenAI-Beta) as given. The parts are sent in order
+// without being joined (a large request is not copied once more) and must
+// not change until the response has been read. The request is built once,
+// so that what a caller records of it (package bodylog) is what Do sends.
+func (c *Upstream) NewRequest(ctx context.Context, path string, parts net.Buffers, n int64, stream bool, extra http.Header) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Endpoint(path), nil)
 	if err != nil {
 		return nil, fmt.Errorf("building upstream request: %w", err)
@@ -128,6 +124,12 @@ func (c *Upstream) PostParts(ctx context.Context, path string, parts net.Buffers
 	} else {
 		req.Header.Set("Accept", "application/json")
 	}
+	return req, nil
+}
+
+// Do sends a request built by NewRequest. The caller must close the
+// response body.
+func (c *Upstream) Do(req *http.Request) (*http.Response, error) {
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("upstream request: %w", err)
