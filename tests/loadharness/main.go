@@ -137,15 +137,13 @@ func mainCode() int {
 		}
 		cfg.Caddy = bin
 	}
-	cells, err := run(ctx, cfg, os.Stdout, os.Stderr)
+	res, err := run(ctx, cfg, os.Stdout, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	for _, c := range cells {
-		if c.Relay.Errors+c.Baseline.Errors > 0 {
-			return 1
-		}
+	if res.failed() {
+		return 1
 	}
 	return 0
 }
@@ -168,13 +166,19 @@ func parseFlags(args []string, errw io.Writer) (config, error) {
 	fs := flag.NewFlagSet("loadharness", flag.ContinueOnError)
 	fs.SetOutput(errw)
 	cfg := config{}
-	conc := fs.String("concurrency", "1,32", "comma-separated concurrency levels")
+	conc := fs.String("concurrency", "1,8", "comma-separated concurrency levels")
 	wls := fs.String("workloads", "json,sse", "comma-separated workloads: json, sse")
-	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "time per target and cell, split over the rounds")
-	fs.IntVar(&cfg.Requests, "requests", 1_000_000, "request cap per target and cell, split over the rounds")
-	fs.IntVar(&cfg.Rounds, "rounds", 4, "alternating relay/baseline phases per cell")
-	fs.DurationVar(&cfg.Warmup, "warmup", time.Second, "warm-up per target and workload")
-	fs.IntVar(&cfg.WarmupRequests, "warmup-requests", 5000, "request cap of each warm-up")
+	sizes := fs.String("sizes", "20KB,200KB,2MB", "comma-separated history sizes (B, KB, MB, KiB, MiB)")
+	caches := fs.String("cache", "off,on", "comma-separated relay cache settings: off, on")
+	burstSize := fs.String("burst-size", "1MiB", "history size of each burst request")
+	fs.DurationVar(&cfg.Duration, "duration", 6*time.Second, "time per target and cell, split over the rounds")
+	fs.IntVar(&cfg.Requests, "requests", 100_000, "request cap per target and cell, split over the rounds")
+	fs.IntVar(&cfg.Rounds, "rounds", 2, "alternating relay/baseline phases per cell")
+	fs.DurationVar(&cfg.Warmup, "warmup", 500*time.Millisecond, "warm-up per target, size, cache setting and workload")
+	fs.IntVar(&cfg.WarmupRequests, "warmup-requests", 200, "request cap of each warm-up")
+	fs.IntVar(&cfg.Burst, "burst", 100, "concurrent histories of the memory burst (0: no burst)")
+	fs.StringVar(&cfg.ProfileDir, "profile", "", "directory for CPU, allocation and blocking profiles (empty: none)")
+	fs.DurationVar(&cfg.ProfileTime, "profile-time", 5*time.Second, "length of each CPU and allocation profile")
 	fs.StringVar(&cfg.Caddy, "caddy", "", "Caddy binary (default $RELAY_CADDY_BIN, else built from ./caddymodule/cmd/caddy)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "INFO", "Caddy's log level")
 	if err := fs.Parse(args); err != nil {
@@ -192,6 +196,18 @@ func parseFlags(args []string, errw io.Writer) (config, error) {
 	}
 	cfg.Concurrency = levels
 	if cfg.Workloads, err = parseWorkloads(*wls); err != nil {
+		fmt.Fprintln(errw, err)
+		return cfg, err
+	}
+	if cfg.Sizes, err = parseSizes(*sizes); err != nil {
+		fmt.Fprintln(errw, err)
+		return cfg, err
+	}
+	if cfg.Caches, err = parseCaches(*caches); err != nil {
+		fmt.Fprintln(errw, err)
+		return cfg, err
+	}
+	if cfg.BurstSize, err = parseSize(*burstSize); err != nil {
 		fmt.Fprintln(errw, err)
 		return cfg, err
 	}
