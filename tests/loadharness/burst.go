@@ -26,6 +26,7 @@ type burstResult struct {
 	Peak     int64         // VmHWM after the burst: the burst's peak when PeakSet
 	After    memStatus     // just after the burst
 	Elapsed  time.Duration // from the release of the requests to the last answer
+	Latency  stats         // of the burst's successful requests (ReqPerS unset)
 	OK       int           // successful requests
 	Errors   int
 	FirstErr string
@@ -72,7 +73,9 @@ func runBurst(ctx context.Context, tb *programTB, fake *fakeupstream.Server, upU
 		return nil, err
 	}
 	r.PeakSet = resetPeak(r.PID) == nil
-	r.OK, r.Errors, r.FirstErr, r.Elapsed = fireBurst(ctx, client, targets)
+	var lat sample
+	r.OK, r.Errors, r.FirstErr, r.Elapsed = fireBurst(ctx, client, targets, &lat)
+	r.Latency = summarize(&lat)
 	if r.After, err = readMemStatus(r.PID); err != nil {
 		return nil, err
 	}
@@ -85,7 +88,7 @@ func runBurst(ctx context.Context, tb *programTB, fake *fakeupstream.Server, upU
 		p := profileResult{Name: fmt.Sprintf("bursts of %d %s histories, half streamed, one after another", len(convs), cfg.BurstSize.label)}
 		load := func(lctx context.Context) {
 			for lctx.Err() == nil {
-				ok, _, _, _ := fireBurst(lctx, client, targets)
+				ok, _, _, _ := fireBurst(lctx, client, targets, nil)
 				p.Requests += ok
 			}
 		}
@@ -120,8 +123,9 @@ func burstTargets(st *stack, convs []*conversation) ([]*target, error) {
 }
 
 // fireBurst sends one request to each target at the same moment and waits
-// for every answer.
-func fireBurst(ctx context.Context, client *http.Client, targets []*target) (ok, errs int, firstErr string, elapsed time.Duration) {
+// for every answer. It adds the latencies of the successful ones to lat
+// unless lat is nil.
+func fireBurst(ctx context.Context, client *http.Client, targets []*target, lat *sample) (ok, errs int, firstErr string, elapsed time.Duration) {
 	gate := make(chan struct{})
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -131,7 +135,7 @@ func fireBurst(ctx context.Context, client *http.Client, targets []*target) (ok,
 			defer wg.Done()
 			c := newChecker(t.relay, t.stream)
 			<-gate
-			_, err := do(ctx, client, t, t.bodies[0], c)
+			d, err := do(ctx, client, t, t.bodies[0], c)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -142,6 +146,9 @@ func fireBurst(ctx context.Context, client *http.Client, targets []*target) (ok,
 				return
 			}
 			ok++
+			if lat != nil {
+				lat.latencies = append(lat.latencies, d)
+			}
 		}()
 	}
 	// let every goroutine reach the gate
@@ -154,8 +161,8 @@ func fireBurst(ctx context.Context, client *http.Client, targets []*target) (ok,
 
 // printBurst writes the burst's figures.
 func printBurst(w io.Writer, r *burstResult) {
-	fmt.Fprintf(w, "burst: %d concurrent %s histories (%d JSON, %d SSE), cache on, default settings: %d ok, %d errors in %s\n",
-		r.Clients, r.Size.label, r.Clients-r.Streamed, r.Streamed, r.OK, r.Errors, r.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(w, "burst: %d concurrent %s histories (%d JSON, %d SSE), cache on, default settings: %d ok, %d errors in %s; latency p50 %s, p99 %s\n",
+		r.Clients, r.Size.label, r.Clients-r.Streamed, r.Streamed, r.OK, r.Errors, r.Elapsed.Round(time.Millisecond), ms(r.Latency.P50), ms(r.Latency.P99))
 	peak := "peak RSS during the burst " + mib(r.Peak)
 	if !r.PeakSet {
 		peak = "peak RSS since Caddy started (the high-water mark could not be reset) " + mib(r.Peak)

@@ -104,7 +104,7 @@ func printHeader(w io.Writer, h header) {
 	}
 	fmt.Fprintf(w, "per target and cell: at most %s and %d requests, in %d alternating rounds\n",
 		h.Duration, h.Requests, h.Rounds)
-	fmt.Fprintf(w, "warm-up per target and workload: at most %s and %d requests\n", h.Warmup, h.WarmupReqs)
+	fmt.Fprintf(w, "warm-up per target, size, cache setting and workload: at most %s and %d requests\n", h.Warmup, h.WarmupReqs)
 	fmt.Fprintf(w, "load average at start: %s\n", h.LoadStart)
 }
 
