@@ -49,7 +49,7 @@ func runBurst(ctx context.Context, tb *programTB, fake *fakeupstream.Server, upU
 	defer client.CloseIdleConnections()
 
 	start := time.Now()
-	b := &builder{client: client, url: st.relayURL + "/v1/chat/completions", fake: fake}
+	b := &builder{client: client, url: st.relayURL + "/v1/chat/completions", fake: fake, name: "cache-on"}
 	convs, err := b.buildAll(ctx, "lhburst", cfg.Burst, cfg.BurstSize.bytes)
 	if err != nil {
 		return nil, err
@@ -93,11 +93,12 @@ func runBurst(ctx context.Context, tb *programTB, fake *fakeupstream.Server, upU
 			}
 		}
 		if err := collectProfiles(ctx, st.caddy, cfg.ProfileDir, "burst", cfg.ProfileTime, load); err != nil {
-			return r, err
+			p.Err = err.Error()
+		} else {
+			p.Hits = tallyFake(fake, ix).Hits
+			p.Files = topViews(ctx, bin, cfg.ProfileDir, "burst")
 		}
-		p.Hits = tallyFake(fake, ix).Hits
 		fake.Reset()
-		p.Files = topViews(ctx, bin, cfg.ProfileDir, "burst")
 		r.Profile = &p
 	}
 	return r, nil

@@ -125,6 +125,7 @@ type builder struct {
 	client *http.Client
 	url    string // the relay's /v1/chat/completions
 	fake   *fakeupstream.Server
+	name   string // of the relay, for the report, e.g. "cache-on"
 }
 
 // build creates a conversation of about size bytes (the final chat

@@ -249,3 +249,37 @@ func TestTrimPprofHeader(t *testing.T) {
 		t.Errorf("trimPprofHeader = %q", got)
 	}
 }
+
+func TestResultsFailed(t *testing.T) {
+	ok := func() *results {
+		return &results{
+			Cells:    []cellResult{{Relay: stats{Requests: 3}, Baseline: stats{Requests: 3}, Replay: replayTally{Upstream: 3, Hits: 2}}},
+			Burst:    &burstResult{OK: 4, Profile: &profileResult{Name: "burst"}},
+			Profiles: []profileResult{{Name: "20KB"}},
+		}
+	}
+	if ok().failed() {
+		t.Fatal("a clean run failed")
+	}
+	for name, spoil := range map[string]func(*results){
+		"relay error":         func(r *results) { r.Cells[0].Relay.Errors = 1 },
+		"baseline error":      func(r *results) { r.Cells[0].Baseline.Errors = 1 },
+		"wrong replay":        func(r *results) { r.Cells[0].Replay.Wrong = 1 },
+		"burst error":         func(r *results) { r.Burst.Errors = 1 },
+		"burst wrong replay":  func(r *results) { r.Burst.Replay.Wrong = 1 },
+		"size profile failed": func(r *results) { r.Profiles[0].Err = "x" },
+		"burst profile":       func(r *results) { r.Burst.Profile.Err = "x" },
+	} {
+		r := ok()
+		spoil(r)
+		if !r.failed() {
+			t.Errorf("%s: not a failure", name)
+		}
+	}
+	// partial replays and fallbacks are figures, not failures
+	r := ok()
+	r.Cells[0].Replay.Partial = 1
+	if r.failed() {
+		t.Error("a partial replay failed the run")
+	}
+}

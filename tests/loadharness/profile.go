@@ -32,6 +32,7 @@ type profileResult struct {
 	Requests int    // relay requests answered while the profiles ran
 	Hits     int    // of their upstream requests, verified replay hits
 	Files    []profileFile
+	Err      string // why the profiles are missing, if they are
 }
 
 // profileFile is one profile written to the profile directory with the
@@ -179,13 +180,14 @@ func trimPprofHeader(s string) string {
 // hits of conv back to back, JSON and SSE in turn (a single hit is too
 // short for a CPU profile at 100 Hz; the profiles cover as many hits as
 // the profile time holds).
-func profileHits(ctx context.Context, client *http.Client, st *stack, bin string, conv *conversation, size historySize, cfg config) (profileResult, error) {
+func profileHits(ctx context.Context, client *http.Client, st *stack, bin string, conv *conversation, size historySize, cfg config) profileResult {
 	res := profileResult{Name: size.label + " replay hits, one client, JSON and SSE alternating"}
 	var targets [2]*target
 	for i, stream := range []bool{false, true} {
 		body, err := chatBody(conv.messages, stream)
 		if err != nil {
-			return res, err
+			res.Err = err.Error()
+			return res
 		}
 		h := http.Header{}
 		h.Set("Content-Type", "application/json")
@@ -209,22 +211,27 @@ func profileHits(ctx context.Context, client *http.Client, st *stack, bin string
 	}
 	st.fake.Reset()
 	prefix := strings.ToLower(size.label)
-	if err := collectProfiles(ctx, st.caddy, cfg.ProfileDir, prefix, cfg.ProfileTime, load); err != nil {
-		return res, err
-	}
+	err := collectProfiles(ctx, st.caddy, cfg.ProfileDir, prefix, cfg.ProfileTime, load)
 	tally := tallyFake(st.fake, newReplayIndex([]*conversation{conv}))
 	st.fake.Reset()
-	if e := errs.Load(); e > 0 {
-		return res, fmt.Errorf("loadharness: %s profile: %d requests failed", size.label, e)
-	}
 	res.Requests, res.Hits = int(n.Load()), tally.Hits
-	res.Files = topViews(ctx, bin, cfg.ProfileDir, prefix)
-	return res, nil
+	switch {
+	case err != nil:
+		res.Err = err.Error()
+	case errs.Load() > 0:
+		res.Err = fmt.Sprintf("loadharness: %s profile: %d requests failed", size.label, errs.Load())
+	default:
+		res.Files = topViews(ctx, bin, cfg.ProfileDir, prefix)
+	}
+	return res
 }
 
 // printProfile writes the top entries of every view of p.
 func printProfile(w io.Writer, p profileResult) {
 	fmt.Fprintf(w, "\n== profiles: %s: %d requests, %d verified replay hits upstream\n", p.Name, p.Requests, p.Hits)
+	if p.Err != "" {
+		fmt.Fprintf(w, "no profiles: %s\n", p.Err)
+	}
 	for _, f := range p.Files {
 		fmt.Fprintf(w, "-- %s (%s)\n%s\n", f.View, f.Path, f.Top)
 	}

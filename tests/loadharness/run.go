@@ -75,15 +75,29 @@ type results struct {
 	Profiles []profileResult // empty without -profile
 }
 
-// failed reports whether any request of the run failed or any replay was
-// wrong.
+// failed reports whether any request of the run failed, any replay was
+// wrong or a profile is missing.
 func (r *results) failed() bool {
 	for _, c := range r.Cells {
 		if c.Relay.Errors+c.Baseline.Errors > 0 || c.Replay.Wrong > 0 {
 			return true
 		}
 	}
-	return r.Burst != nil && (r.Burst.Errors > 0 || r.Burst.Replay.Wrong > 0)
+	profiles := r.Profiles
+	if r.Burst != nil {
+		if r.Burst.Errors > 0 || r.Burst.Replay.Wrong > 0 {
+			return true
+		}
+		if r.Burst.Profile != nil {
+			profiles = append(profiles[:len(profiles):len(profiles)], *r.Burst.Profile)
+		}
+	}
+	for _, p := range profiles {
+		if p.Err != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // logTail is how much of Caddy's log run shows when requests failed.
@@ -149,42 +163,21 @@ func run(ctx context.Context, cfg config, out, logw io.Writer) (*results, error)
 	printHeader(out, h)
 
 	res := &results{}
-	b := &builder{client: client, url: builderStack.relayURL + "/v1/chat/completions", fake: fake}
-	for _, size := range cfg.Sizes {
-		start := time.Now()
-		convs, err := b.buildAll(ctx, "lh"+size.label, maxConc, size.bytes)
-		if err != nil {
-			return res, err
-		}
-		fake.Reset()
-		fmt.Fprintf(out, "%s: %d conversations of %d earlier assistant turns built through the cache-%s relay in %s\n",
-			size.label, len(convs), earlierTurns, cacheName(builderStack.cache), time.Since(start).Round(time.Millisecond))
-		ix := newReplayIndex(convs)
-		for _, st := range stacks {
-			for _, w := range cfg.Workloads {
-				cells, err := measureGroup(ctx, client, st, convs, ix, w, size, cfg, out)
-				res.Cells = append(res.Cells, cells...)
-				if err != nil {
-					return res, err
-				}
-			}
-			if st.cache && cfg.ProfileDir != "" {
-				p, err := profileHits(ctx, client, st, bin, convs[0], size, cfg)
-				if err != nil {
-					return res, err
-				}
-				res.Profiles = append(res.Profiles, p)
-			}
-		}
-	}
+	b := &builder{client: client, url: builderStack.relayURL + "/v1/chat/completions", fake: fake,
+		name: "cache-" + cacheName(builderStack.cache)}
+	measureErr := measureSizes(ctx, client, b, stacks, bin, cfg, res, out)
+	// what was measured is printed even when a later part failed
 	fmt.Fprintln(out)
 	if err := printTable(out, res.Cells); err != nil {
 		return res, err
 	}
-	if res.failed() {
+	if measureErr != nil || res.failed() {
 		for _, st := range stacks {
 			fmt.Fprintf(logw, "caddy (cache %s) logs, the last %d bytes:\n%s\n", cacheName(st.cache), logTail, tail(st.caddy.Logs(), logTail))
 		}
+	}
+	if measureErr != nil {
+		return res, measureErr
 	}
 	fmt.Fprintf(out, "\nclient connections opened:")
 	for _, st := range stacks {
@@ -211,6 +204,38 @@ func run(ctx context.Context, cfg config, out, logw io.Writer) (*results, error)
 	}
 	fmt.Fprintf(out, "load average at end: %s\n", loadAverage())
 	return res, nil
+}
+
+// measureSizes builds each size's conversations and measures its cells
+// (and profiles, with -profile) on every stack, adding them to res.
+func measureSizes(ctx context.Context, client *http.Client, b *builder, stacks []*stack, bin string, cfg config, res *results, out io.Writer) error {
+	maxConc := slices.Max(cfg.Concurrency)
+	for _, size := range cfg.Sizes {
+		start := time.Now()
+		convs, err := b.buildAll(ctx, "lh"+size.label, maxConc, size.bytes)
+		if err != nil {
+			return err
+		}
+		b.fake.Reset()
+		fmt.Fprintf(out, "%s: %d conversations of %d earlier assistant turns built through the %s relay in %s\n",
+			size.label, len(convs), earlierTurns, b.name, time.Since(start).Round(time.Millisecond))
+		ix := newReplayIndex(convs)
+		for _, st := range stacks {
+			for _, w := range cfg.Workloads {
+				cells, err := measureGroup(ctx, client, st, convs, ix, w, size, cfg, out)
+				res.Cells = append(res.Cells, cells...)
+				if err != nil {
+					return err
+				}
+			}
+			if st.cache && cfg.ProfileDir != "" {
+				// a profile that fails says so in the report; the
+				// measurement goes on
+				res.Profiles = append(res.Profiles, profileHits(ctx, client, st, bin, convs[0], size, cfg))
+			}
+		}
+	}
+	return nil
 }
 
 // measureGroup measures one size, cache setting and workload at every
