@@ -159,7 +159,8 @@
 // -trace.out, -sync.pprof and -syscall.pprof (burst-... for the burst); the
 // report prints go tool pprof -top of each: CPU flat and cumulative
 // (net/http's and Caddy's handler chain hidden), allocated bytes, the
-// relay's sync blocking and syscall blocking. Look further with e.g.
+// sync blocking inside relay requests (the ledger's idle loops left out)
+// and syscall blocking. Look further with e.g.
 //
 //	go tool pprof -top -cum -focus reasoningcache <caddy binary> DIR/2mb-cpu.pprof
 //	go tool pprof -http :8080 <caddy binary> DIR/2mb-cpu.pprof

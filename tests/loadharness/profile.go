@@ -49,7 +49,9 @@ type profileFile struct {
 // SetMutexProfileFraction, so /debug/pprof/block and /mutex are empty;
 // blocking comes from a runtime trace instead (go tool trace -pprof=sync
 // and =syscall: channel, mutex and select waits, and system calls such as
-// the ledger's fsyncs).
+// the ledger's fsyncs). The sync view keeps only waits inside the relay's
+// requests (under Handler.ServeHTTP): the ledger's writer and maintenance
+// loops wait for work most of the time, which says nothing about latency.
 var profileKinds = []struct {
 	view, file string
 	args       []string
@@ -57,8 +59,8 @@ var profileKinds = []struct {
 	{"cpu, flat", "cpu.pprof", nil},
 	{"cpu, cumulative, handler chain hidden", "cpu.pprof", []string{"-cum", wrappers}},
 	{"allocated bytes, flat", "allocs.pprof", []string{"-sample_index=alloc_space"}},
-	{"sync blocking in the relay's code (from the trace), cumulative", "sync.pprof",
-		[]string{"-cum", "-focus=caddy-reasoning-relay", wrappers}},
+	{"sync blocking inside relay requests (from the trace), cumulative", "sync.pprof",
+		[]string{"-cum", `-focus=caddymodule\.\(\*Handler\)\.ServeHTTP$`, wrappers}},
 	{"syscall blocking (from the trace), cumulative", "syscall.pprof", []string{"-cum", wrappers, "-ignore=^runtime/pprof"}},
 }
 
