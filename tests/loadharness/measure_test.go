@@ -244,7 +244,7 @@ func TestConversationParts(t *testing.T) {
 }
 
 func TestTrimPprofHeader(t *testing.T) {
-	in := "File: caddy\nBuild ID: abc\nType: cpu\nTime: 2026-12-03\nDuration: 5s\n      flat  flat%\n"
+	in := "Ignore expression matched no samples\nFile: caddy\nBuild ID: abc\nType: cpu\nTime: 2026-12-03\nDuration: 5s\n      flat  flat%\n"
 	if got := trimPprofHeader(in); got != "Type: cpu\nDuration: 5s\n      flat  flat%" {
 		t.Errorf("trimPprofHeader = %q", got)
 	}

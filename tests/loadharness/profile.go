@@ -165,12 +165,15 @@ func topViews(ctx context.Context, bin, dir, prefix string) []profileFile {
 }
 
 // trimPprofHeader drops the lines of go tool pprof -top that name the
-// file, build and time, which the report says elsewhere.
+// file, build and time, which the report says elsewhere, and its note that
+// an -ignore matched nothing (the profiler's own writer does not always
+// show up).
 func trimPprofHeader(s string) string {
 	var keep []string
 	for _, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
 		if strings.HasPrefix(line, "File: ") || strings.HasPrefix(line, "Build ID: ") ||
-			strings.HasPrefix(line, "Time: ") || strings.HasPrefix(line, "Main binary filename") {
+			strings.HasPrefix(line, "Time: ") || strings.HasPrefix(line, "Main binary filename") ||
+			line == "Ignore expression matched no samples" {
 			continue
 		}
 		keep = append(keep, line)
