@@ -6,8 +6,8 @@
 // burst, and optionally profiles. It is a program, not part of
 // `go test ./...`: run it by hand, on a machine as quiet as you can get.
 //
-//	go run ./tests/loadharness                         # issue 14's table and burst, about 8 minutes on 2 cores
-//	go run ./tests/loadharness -profile /tmp/lh-prof   # the same plus profiles, about a minute more
+//	go run ./tests/loadharness                         # issue 14's table and burst, 6 to 7 minutes on 2 cores
+//	go run ./tests/loadharness -profile /tmp/lh-prof   # the same plus profiles, about 30 s more
 //	go run ./tests/loadharness -duration 30s -rounds 4 # a longer, steadier run (about 25 minutes)
 //	go run ./tests/loadharness -sizes 200KB -cache on -workloads sse -concurrency 8 -burst 0
 //
