@@ -23,7 +23,7 @@ type sample struct {
 // whichever comes first; requests in flight at the deadline are finished.
 // It adds the results to into.
 func phase(ctx context.Context, client *http.Client, t *target, conc, max int, d time.Duration, into *sample) {
-	if max <= 0 || conc <= 0 {
+	if max <= 0 || conc <= 0 || len(t.bodies) == 0 {
 		return
 	}
 	var started atomic.Int64
@@ -43,8 +43,9 @@ func phase(ctx context.Context, client *http.Client, t *target, conc, max int, d
 			r := &results[i]
 			r.lat = make([]time.Duration, 0, min(max/conc+1, 1<<14))
 			c := newChecker(t.relay, t.stream)
+			body := t.bodies[i%len(t.bodies)]
 			for ctx.Err() == nil && time.Now().Before(deadline) && started.Add(1) <= int64(max) {
-				lat, err := do(ctx, client, t, c)
+				lat, err := do(ctx, client, t, body, c)
 				if err != nil {
 					if r.errors == 0 {
 						r.firstErr = err.Error()

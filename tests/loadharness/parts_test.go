@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -125,13 +126,15 @@ func TestJSONChecker(t *testing.T) {
 }
 
 func TestChatBody(t *testing.T) {
+	msgs := []json.RawMessage{rawMessage(chatMessage{Role: "user", Content: text("hi")})}
 	for _, stream := range []bool{false, true} {
-		b, err := chatBody(stream)
+		b, err := chatBody(msgs, stream)
 		if err != nil {
 			t.Fatal(err)
 		}
 		hasOpts := bytes.Contains(b, []byte(`"stream_options"`))
-		if hasOpts != stream || !bytes.Contains(b, []byte(`"model":"`+relayModel+`"`)) {
+		if hasOpts != stream || !bytes.Contains(b, []byte(`"model":"`+relayModel+`"`)) ||
+			!bytes.Contains(b, []byte(`"messages":[{"role":"user","content":"hi"}]`)) {
 			t.Errorf("stream=%v: body %s", stream, b)
 		}
 	}
@@ -150,8 +153,16 @@ func TestParseFlags(t *testing.T) {
 		t.Fatalf("default workloads = %+v", cfg.Workloads)
 	}
 	def, err := parseFlags(nil, &errw)
-	if err != nil || !slices.Equal(def.Concurrency, []int{1, 32}) || def.Duration != 10*time.Second {
+	if err != nil || !slices.Equal(def.Concurrency, []int{1, 8}) || def.Duration != 6*time.Second ||
+		!slices.Equal(def.Caches, []bool{false, true}) || len(def.Sizes) != 3 ||
+		def.Sizes[0] != (historySize{"20KB", 20_000}) || def.Sizes[2] != (historySize{"2MB", 2_000_000}) ||
+		def.Burst != 100 || def.BurstSize != (historySize{"1MiB", 1 << 20}) || def.ProfileDir != "" {
 		t.Fatalf("defaults = %+v, %v", def, err)
+	}
+	on, err := parseFlags([]string{"-cache", "on", "-sizes", "64KiB, 300", "-burst", "0", "-profile", "/tmp/p"}, &errw)
+	if err != nil || !slices.Equal(on.Caches, []bool{true}) || len(on.Sizes) != 2 || on.Sizes[0].bytes != 64<<10 ||
+		on.Sizes[1].bytes != 300 || on.Burst != 0 || on.ProfileDir != "/tmp/p" {
+		t.Fatalf("-cache on -sizes ... = %+v, %v", on, err)
 	}
 	sse, err := parseFlags([]string{"-workloads", "sse"}, &errw)
 	if err != nil || len(sse.Workloads) != 1 || sse.Workloads[0].name != "sse" {
@@ -166,6 +177,15 @@ func TestParseFlags(t *testing.T) {
 		{"-rounds", "0"},
 		{"-workloads", "grpc"},
 		{"-workloads", ","},
+		{"-cache", "maybe"},
+		{"-cache", ","},
+		{"-sizes", "20GB"},
+		{"-sizes", "0KB"},
+		{"-sizes", ""},
+		{"-sizes", "65MiB"},
+		{"-burst", "-1"},
+		{"-burst-size", "x"},
+		{"-profile", "/tmp/p", "-profile-time", "10ms"},
 		{"extra"},
 	} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
@@ -216,7 +236,7 @@ func TestPhase(t *testing.T) {
 	defer client.CloseIdleConnections()
 	h := http.Header{}
 	h.Set("Authorization", "Bearer tok")
-	tg := &target{name: "relay", relay: true, stream: true, url: srv.URL, body: []byte("{}"), header: h}
+	tg := &target{name: "relay", relay: true, stream: true, url: srv.URL, bodies: [][]byte{[]byte("{}")}, header: h}
 
 	var s sample
 	phase(context.Background(), client, tg, 3, 50, time.Minute, &s)

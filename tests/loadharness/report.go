@@ -20,13 +20,25 @@ type stats struct {
 	FirstErr string        // the first error seen, for diagnosis
 }
 
-// cellResult is one row of the table: a workload at one concurrency.
+// cellResult is one row of the table: a history size, cache setting and
+// workload at one concurrency.
 type cellResult struct {
+	Size        string // label of the history size, e.g. "20KB"
+	Cache       bool   // the relay ran with the reasoning cache
 	Workload    string
 	Concurrency int
 	Relay       stats
 	Baseline    stats
+	Replay      replayTally // what the relay's upstream requests replayed
 }
+
+// addedP50 is how much longer the relay's median request took than the
+// baseline's.
+func (c cellResult) addedP50() time.Duration { return c.Relay.P50 - c.Baseline.P50 }
+
+// replayPct is the share of the relay's successful requests whose upstream
+// request was a verified replay hit, in percent.
+func (c cellResult) replayPct() float64 { return replayPercent(c.Replay.Hits, c.Relay.Requests) }
 
 // Ratios relay/baseline. A req/s ratio below 1 and latency ratios above 1
 // mean the relay costs more than plain reverse_proxy; NaN when the
@@ -72,7 +84,7 @@ type header struct {
 	GOMAXPROCS int
 	NumCPU     int
 	Caddy      string
-	Admin      string
+	Admins     []string // one line per Caddy process
 	LoadStart  string
 	Duration   time.Duration
 	Requests   int
@@ -83,46 +95,64 @@ type header struct {
 
 // printHeader writes the description of the run.
 func printHeader(w io.Writer, h header) {
-	fmt.Fprintf(w, "reasoning_relay vs plain reverse_proxy: one Caddy, one in-process fake upstream, loopback only\n")
+	fmt.Fprintf(w, "reasoning_relay vs plain reverse_proxy in the same Caddy process, one in-process fake upstream, loopback only\n")
 	fmt.Fprintf(w, "harness: %s %s, GOMAXPROCS=%d, NumCPU=%d (client, fake upstream and Caddy share these)\n",
 		h.GoVersion, h.OSArch, h.GOMAXPROCS, h.NumCPU)
-	fmt.Fprintf(w, "caddy: %s, admin socket %s\n", h.Caddy, strings.TrimPrefix(h.Admin, "unix/"))
+	fmt.Fprintf(w, "caddy: %s\n", h.Caddy)
+	for _, a := range h.Admins {
+		fmt.Fprintf(w, "caddy %s\n", a)
+	}
 	fmt.Fprintf(w, "per target and cell: at most %s and %d requests, in %d alternating rounds\n",
 		h.Duration, h.Requests, h.Rounds)
-	fmt.Fprintf(w, "warm-up per target and workload: at most %s and %d requests\n", h.Warmup, h.WarmupReqs)
+	fmt.Fprintf(w, "warm-up per target, size, cache setting and workload: at most %s and %d requests\n", h.Warmup, h.WarmupReqs)
 	fmt.Fprintf(w, "load average at start: %s\n", h.LoadStart)
 }
 
-// printTable writes one row per cell with both targets' figures and the
-// relay/baseline ratios.
+// tableColumns is the table's header line. Its columns are a stable
+// format (see the package documentation); add new ones at the end.
+const tableColumns = "size\tcache\tworkload\tconc\t" +
+	"relay n\treq/s\tp50\tp99\terr\t" +
+	"proxy n\treq/s\tp50\tp99\terr\t" +
+	"p50 ratio\tadded p50\treq/s ratio\treplay\t"
+
+// printTable writes one row per cell with both targets' figures, the
+// relay/proxy ratios and the verified replay share, then a line for every
+// cell with errors or replays that were not full hits.
 func printTable(w io.Writer, cells []cellResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tconc\t"+
-		"relay n\treq/s\tp50\tp99\terr\t"+
-		"baseline n\treq/s\tp50\tp99\terr\t"+
-		"ratio req/s\tratio p50\tratio p99\t")
+	fmt.Fprintln(tw, tableColumns)
 	for _, c := range cells {
-		rps, p50, p99 := c.ratios()
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%s\t%s\t%d\t%d\t%.1f\t%s\t%s\t%d\t%.3f\t%.3f\t%.3f\t\n",
-			c.Workload, c.Concurrency,
+		rps, p50, _ := c.ratios()
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.1f\t%s\t%s\t%d\t%d\t%.1f\t%s\t%s\t%d\t%.2fx\t%s\t%.2fx\t%.1f%%\t\n",
+			c.Size, cacheName(c.Cache), c.Workload, c.Concurrency,
 			c.Relay.Requests, c.Relay.ReqPerS, ms(c.Relay.P50), ms(c.Relay.P99), c.Relay.Errors,
 			c.Baseline.Requests, c.Baseline.ReqPerS, ms(c.Baseline.P50), ms(c.Baseline.P99), c.Baseline.Errors,
-			rps, p50, p99)
+			p50, signedMS(c.addedP50()), rps, c.replayPct())
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("loadharness: write table: %w", err)
 	}
 	for _, c := range cells {
+		name := fmt.Sprintf("%s cache %s %s c=%d", c.Size, cacheName(c.Cache), c.Workload, c.Concurrency)
 		for _, t := range []struct {
 			name string
 			st   stats
-		}{{"relay", c.Relay}, {"baseline", c.Baseline}} {
+		}{{"relay", c.Relay}, {"proxy", c.Baseline}} {
 			if t.st.Errors > 0 {
-				fmt.Fprintf(w, "%s c=%d %s: %d errors, first: %s\n", c.Workload, c.Concurrency, t.name, t.st.Errors, t.st.FirstErr)
+				fmt.Fprintf(w, "%s %s: %d errors, first: %s\n", name, t.name, t.st.Errors, t.st.FirstErr)
 			}
+		}
+		if r := c.Replay; r.Partial+r.Wrong+r.Rejected > 0 || (c.Cache && r.Hits < c.Relay.Requests) {
+			fmt.Fprintf(w, "%s: of %d upstream requests %d replayed every earlier turn, %d some, %d reasoning not their own; the fake rejected %d\n",
+				name, r.Upstream, r.Hits, r.Partial, r.Wrong, r.Rejected)
 		}
 	}
 	return nil
+}
+
+// signedMS formats a latency difference in milliseconds with its sign.
+func signedMS(d time.Duration) string {
+	return fmt.Sprintf("%+.3fms", float64(d)/float64(time.Millisecond))
 }
 
 // ms formats a latency in milliseconds with three decimals.

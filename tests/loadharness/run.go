@@ -8,8 +8,10 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/reasoning-relay/caddy-reasoning-relay/tests/fakeupstream"
 	"github.com/reasoning-relay/caddy-reasoning-relay/tests/relaytest"
 )
 
@@ -17,11 +19,17 @@ import (
 type config struct {
 	Duration       time.Duration // per target and cell, split over the rounds
 	Requests       int           // per target and cell, split over the rounds
-	Concurrency    []int         // concurrency levels, each a cell per workload
+	Concurrency    []int         // concurrency levels, each a cell per size, cache setting and workload
 	Workloads      []workload    // what to measure, in report order
+	Sizes          []historySize // history sizes, in report order
+	Caches         []bool        // cache settings (false: off, true: on), in report order
 	Rounds         int           // alternating relay/baseline phases per cell
-	Warmup         time.Duration // per target and workload, at the highest concurrency
-	WarmupRequests int           // cap of the warm-up per target and workload
+	Warmup         time.Duration // per target, size, cache setting and workload, at the highest concurrency
+	WarmupRequests int           // cap of each warm-up
+	Burst          int           // concurrent histories of the memory burst; 0: no burst
+	BurstSize      historySize   // size of each burst history
+	ProfileDir     string        // where profiles go; empty: no profiles
+	ProfileTime    time.Duration // length of each profile
 	Caddy          string        // Caddy binary; empty: relaytest builds one
 	LogLevel       string        // Caddy's log level
 }
@@ -37,10 +45,20 @@ func (c config) validate() error {
 		return fmt.Errorf("loadharness: -concurrency needs at least one level")
 	case len(c.Workloads) == 0:
 		return fmt.Errorf("loadharness: -workloads needs json, sse or both")
+	case len(c.Sizes) == 0:
+		return fmt.Errorf("loadharness: -sizes needs at least one size")
+	case len(c.Caches) == 0:
+		return fmt.Errorf("loadharness: -cache needs off, on or both")
 	case c.Rounds <= 0:
 		return fmt.Errorf("loadharness: -rounds must be positive")
 	case c.Warmup < 0 || c.WarmupRequests < 0:
 		return fmt.Errorf("loadharness: the warm-up must not be negative")
+	case c.Burst < 0 || c.Burst > 4096:
+		return fmt.Errorf("loadharness: -burst %d is outside 0..4096", c.Burst)
+	case c.Burst > 0 && c.BurstSize.bytes <= 0:
+		return fmt.Errorf("loadharness: -burst-size must be positive")
+	case c.ProfileDir != "" && c.ProfileTime < time.Second:
+		return fmt.Errorf("loadharness: -profile-time must be at least 1s")
 	}
 	for _, n := range c.Concurrency {
 		if n <= 0 || n > 4096 {
@@ -48,6 +66,38 @@ func (c config) validate() error {
 		}
 	}
 	return nil
+}
+
+// results is what a run measured.
+type results struct {
+	Cells    []cellResult
+	Burst    *burstResult    // nil without a burst
+	Profiles []profileResult // empty without -profile
+}
+
+// failed reports whether any request of the run failed, any replay was
+// wrong or a profile is missing.
+func (r *results) failed() bool {
+	for _, c := range r.Cells {
+		if c.Relay.Errors+c.Baseline.Errors > 0 || c.Replay.Wrong > 0 {
+			return true
+		}
+	}
+	profiles := r.Profiles
+	if r.Burst != nil {
+		if r.Burst.Errors > 0 || r.Burst.Replay.Wrong > 0 {
+			return true
+		}
+		if r.Burst.Profile != nil {
+			profiles = append(profiles[:len(profiles):len(profiles)], *r.Burst.Profile)
+		}
+	}
+	for _, p := range profiles {
+		if p.Err != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // logTail is how much of Caddy's log run shows when requests failed.
@@ -61,9 +111,10 @@ func tail(s string, n int) string {
 	return s[len(s)-n:]
 }
 
-// run starts the stack, measures every cell and prints the report to out.
-// Caddy's logs go to logw only when something fails.
-func run(ctx context.Context, cfg config, out, logw io.Writer) ([]cellResult, error) {
+// run starts the stacks, measures every cell, the burst and the profiles
+// the config asks for and prints the report to out. Caddy's logs go to
+// logw only when something fails.
+func run(ctx context.Context, cfg config, out, logw io.Writer) (*results, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -81,78 +132,157 @@ func run(ctx context.Context, cfg config, out, logw io.Writer) ([]cellResult, er
 	if err := tb.do(func() { bin = relaytest.Binary(tb) }); err != nil {
 		return nil, fmt.Errorf("loadharness: caddy binary: %w", err)
 	}
-	st, err := startStack(tb, cfg.LogLevel)
-	if err != nil {
-		return nil, err
+	fake, upURL := startUpstream(tb)
+	stacks := make([]*stack, len(cfg.Caches))
+	var builderStack *stack // the one conversations are built through: cache on if measured
+	for i, on := range cfg.Caches {
+		st, err := startStack(tb, fake, upURL, cfg.LogLevel, on)
+		if err != nil {
+			return nil, err
+		}
+		stacks[i] = st
+		if builderStack == nil || on {
+			builderStack = st
+		}
 	}
 	maxConc := slices.Max(cfg.Concurrency)
 	dials := &dialCounter{}
 	client := newClient(maxConc, dials)
 	defer client.CloseIdleConnections()
 
-	printHeader(out, header{
+	h := header{
 		GoVersion: runtime.Version(), OSArch: runtime.GOOS + "/" + runtime.GOARCH,
-		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(), Caddy: bin, Admin: st.caddy.Admin,
+		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(), Caddy: bin,
 		LoadStart: loadStart, Duration: cfg.Duration, Requests: cfg.Requests,
 		Rounds: cfg.Rounds, Warmup: cfg.Warmup, WarmupReqs: cfg.WarmupRequests,
-	})
-
-	type pair struct{ relay, base *target }
-	pairs := make([]pair, len(cfg.Workloads))
-	for i, w := range cfg.Workloads {
-		r, b, err := st.targets(ctx, client, w)
-		if err != nil {
-			return nil, err
-		}
-		pairs[i] = pair{r, b}
-		fmt.Fprintf(out, "%s: relay request %d B, answer %d B; baseline request %d B, answer %d B\n",
-			w.name, len(r.body), r.answerBytes, len(b.body), b.answerBytes)
 	}
+	for _, st := range stacks {
+		h.Admins = append(h.Admins, fmt.Sprintf("cache %s: pid %d, admin socket %s",
+			cacheName(st.cache), st.caddy.PID(), strings.TrimPrefix(st.caddy.Admin, "unix/")))
+	}
+	printHeader(out, h)
+
+	res := &results{}
+	b := &builder{client: client, url: builderStack.relayURL + "/v1/chat/completions", fake: fake,
+		name: "cache-" + cacheName(builderStack.cache)}
+	measureErr := measureSizes(ctx, client, b, stacks, bin, cfg, res, out)
+	// what was measured is printed even when a later part failed
 	fmt.Fprintln(out)
+	if err := printTable(out, res.Cells); err != nil {
+		return res, err
+	}
+	if measureErr != nil || res.failed() {
+		for _, st := range stacks {
+			fmt.Fprintf(logw, "caddy (cache %s) logs, the last %d bytes:\n%s\n", cacheName(st.cache), logTail, tail(st.caddy.Logs(), logTail))
+		}
+	}
+	if measureErr != nil {
+		return res, measureErr
+	}
+	fmt.Fprintf(out, "\nclient connections opened:")
+	for _, st := range stacks {
+		fmt.Fprintf(out, " cache %s relay %d, baseline %d;", cacheName(st.cache), dials.count(st.relayURL), dials.count(st.baselineURL))
+	}
+	fmt.Fprintf(out, " highest concurrency %d\n", maxConc)
+	fmt.Fprintf(out, "load average after the table: %s\n", loadAverage())
+	for _, st := range stacks {
+		st.caddy.Stop()
+	}
+
+	if cfg.Burst > 0 {
+		br, err := runBurst(ctx, tb, fake, upURL, bin, cfg, out)
+		res.Burst = br
+		if err != nil {
+			return res, err
+		}
+	}
+	for _, p := range res.Profiles {
+		printProfile(out, p)
+	}
+	if res.Burst != nil && res.Burst.Profile != nil {
+		printProfile(out, *res.Burst.Profile)
+	}
+	fmt.Fprintf(out, "load average at end: %s\n", loadAverage())
+	return res, nil
+}
+
+// measureSizes builds each size's conversations and measures its cells
+// (and profiles, with -profile) on every stack, adding them to res.
+func measureSizes(ctx context.Context, client *http.Client, b *builder, stacks []*stack, bin string, cfg config, res *results, out io.Writer) error {
+	maxConc := slices.Max(cfg.Concurrency)
+	for _, size := range cfg.Sizes {
+		start := time.Now()
+		convs, err := b.buildAll(ctx, "lh"+size.label, maxConc, size.bytes)
+		if err != nil {
+			return err
+		}
+		b.fake.Reset()
+		fmt.Fprintf(out, "%s: %d conversations of %d earlier assistant turns built through the %s relay in %s\n",
+			size.label, len(convs), earlierTurns, b.name, time.Since(start).Round(time.Millisecond))
+		ix := newReplayIndex(convs)
+		for _, st := range stacks {
+			for _, w := range cfg.Workloads {
+				cells, err := measureGroup(ctx, client, st, convs, ix, w, size, cfg, out)
+				res.Cells = append(res.Cells, cells...)
+				if err != nil {
+					return err
+				}
+			}
+			if st.cache && cfg.ProfileDir != "" {
+				// a profile that fails says so in the report; the
+				// measurement goes on
+				res.Profiles = append(res.Profiles, profileHits(ctx, client, st, bin, convs[0], size, cfg))
+			}
+		}
+	}
+	return nil
+}
+
+// measureGroup measures one size, cache setting and workload at every
+// concurrency level: probes, a warm-up, then the cells.
+func measureGroup(ctx context.Context, client *http.Client, st *stack, convs []*conversation, ix replayIndex,
+	w workload, size historySize, cfg config, out io.Writer) ([]cellResult, error) {
+	relay, base, probes, err := st.targets(ctx, client, convs, w)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "%s cache %s %s: relay request %d B, answer %d B; baseline request %d B, answer %d B; probes replayed all %d turns in %d of %d\n",
+		size.label, cacheName(st.cache), w.name, len(relay.bodies[0]), relay.answerBytes, len(base.bodies[0]), base.answerBytes,
+		earlierTurns, probes.Hits, len(convs))
+	if probes.Wrong > 0 {
+		return nil, fmt.Errorf("loadharness: %s cache %s %s: %d probes replayed reasoning that was not their own", size.label, cacheName(st.cache), w.name, probes.Wrong)
+	}
 	// Warm-up: connections, Caddy's and the fake's pools and caches, the
 	// Go runtimes' heaps. Its figures are discarded.
-	for _, p := range pairs {
-		for _, t := range []*target{p.relay, p.base} {
-			var discard sample
-			phase(ctx, client, t, maxConc, cfg.WarmupRequests, cfg.Warmup, &discard)
-			st.fake.Reset()
-			if discard.errors > 0 {
-				return nil, fmt.Errorf("loadharness: warm-up of %s: %d errors, first: %s", t.name, discard.errors, discard.firstErr)
-			}
+	maxConc := slices.Max(cfg.Concurrency)
+	for _, t := range []*target{relay, base} {
+		var discard sample
+		phase(ctx, client, t, maxConc, cfg.WarmupRequests, cfg.Warmup, &discard)
+		st.fake.Reset()
+		if discard.errors > 0 {
+			return nil, fmt.Errorf("loadharness: warm-up of %s: %d errors, first: %s", t.name, discard.errors, discard.firstErr)
 		}
 	}
-
 	var cells []cellResult
-	for i, w := range cfg.Workloads {
-		for _, conc := range cfg.Concurrency {
-			var rs, bs sample
-			measureCell(ctx, client, pairs[i].relay, pairs[i].base, &rs, &bs, conc, cfg, st)
-			if err := ctx.Err(); err != nil {
-				return cells, fmt.Errorf("loadharness: interrupted: %w", err)
-			}
-			cells = append(cells, cellResult{Workload: w.name, Concurrency: conc,
-				Relay: summarize(&rs), Baseline: summarize(&bs)})
+	for _, conc := range cfg.Concurrency {
+		var rs, bs sample
+		tally := measureCell(ctx, client, relay, base, &rs, &bs, conc, cfg, st.fake, ix)
+		if err := ctx.Err(); err != nil {
+			return cells, fmt.Errorf("loadharness: interrupted: %w", err)
 		}
+		cells = append(cells, cellResult{Size: size.label, Cache: st.cache, Workload: w.name, Concurrency: conc,
+			Relay: summarize(&rs), Baseline: summarize(&bs), Replay: tally})
 	}
-	if err := printTable(out, cells); err != nil {
-		return cells, err
-	}
-	for _, c := range cells {
-		if c.Relay.Errors+c.Baseline.Errors > 0 {
-			fmt.Fprintf(logw, "caddy logs (the last %d bytes):\n%s\n", logTail, tail(st.caddy.Logs(), logTail))
-			break
-		}
-	}
-	fmt.Fprintf(out, "\nclient connections opened: relay %d, baseline %d (highest concurrency %d)\n",
-		dials.count(st.relayURL), dials.count(st.baselineURL), maxConc)
-	fmt.Fprintf(out, "load average at end: %s\n", loadAverage())
 	return cells, nil
 }
 
 // measureCell alternates relay and baseline phases (relay first in even
 // rounds, baseline first in odd ones: R B B R R B ...) so that drift in the
-// machine's load hits both targets alike.
-func measureCell(ctx context.Context, client *http.Client, relay, base *target, rs, bs *sample, conc int, cfg config, st *stack) {
+// machine's load hits both targets alike. It returns what the relay's
+// upstream requests replayed.
+func measureCell(ctx context.Context, client *http.Client, relay, base *target, rs, bs *sample, conc int, cfg config,
+	fake *fakeupstream.Server, ix replayIndex) replayTally {
+	var tally replayTally
 	d := cfg.Duration / time.Duration(cfg.Rounds)
 	for round := range cfg.Rounds {
 		n := roundBudget(cfg.Requests, cfg.Rounds, round)
@@ -164,11 +294,16 @@ func measureCell(ctx context.Context, client *http.Client, relay, base *target, 
 			order[0], order[1] = order[1], order[0]
 		}
 		for _, o := range order {
+			fake.Reset()
 			phase(ctx, client, o.t, conc, n, d, o.s)
+			if o.t.relay {
+				tally.merge(tallyFake(fake, ix))
+			}
 			// the fake records every request; keep its memory flat
-			st.fake.Reset()
+			fake.Reset()
 		}
 	}
+	return tally
 }
 
 // roundBudget is the request cap of one round's phases: total split over

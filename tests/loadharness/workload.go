@@ -57,47 +57,6 @@ var (
 	jsonResponseObj  = []byte(`"object":"response"`)
 )
 
-// chatBody is the Chat Completions request the relay is sent: a small
-// conversation of the kind Cursor sends (system prompt, one earlier
-// exchange, a follow-up question, two function tools).
-func chatBody(stream bool) ([]byte, error) {
-	tool := func(name, desc, param string) map[string]any {
-		return map[string]any{"type": "function", "function": map[string]any{
-			"name": name, "description": desc,
-			"parameters": map[string]any{
-				"type":       "object",
-				"properties": map[string]any{param: map[string]any{"type": "string"}},
-				"required":   []string{param},
-			},
-		}}
-	}
-	req := map[string]any{
-		"model":  relayModel,
-		"stream": stream,
-		"messages": []map[string]any{
-			{"role": "system", "content": "You are a careful coding assistant working inside the user's editor. " +
-				"Answer concisely, cite file paths, and prefer small, reviewable changes. " +
-				"Use the tools to read files before proposing edits."},
-			{"role": "user", "content": "What does the function parseConfig in internal/config/load.go do when the file is missing?"},
-			{"role": "assistant", "content": "It returns the zero Config together with an error that wraps fs.ErrNotExist, " +
-				"so callers can use errors.Is to fall back to the defaults."},
-			{"role": "user", "content": "Good. Suggest a test that covers that fallback without touching the real file system."},
-		},
-		"tools": []any{
-			tool("read_file", "Read a file of the workspace", "path"),
-			tool("grep", "Search the workspace with a regular expression", "pattern"),
-		},
-	}
-	if stream {
-		req["stream_options"] = map[string]any{"include_usage": true}
-	}
-	b, err := json.Marshal(req)
-	if err != nil {
-		return nil, fmt.Errorf("loadharness: encode chat request: %w", err)
-	}
-	return b, nil
-}
-
 // checker reads a response body to its end and reports whether the answer
 // was complete. It may keep buffers between calls; each worker has its own.
 type checker interface {
@@ -189,14 +148,15 @@ func newChecker(relay, stream bool) checker {
 }
 
 // target is one endpoint under load: the relay or the baseline proxy, with
-// the request body it is sent.
+// the request body each client sends (client i of a phase sends
+// bodies[i%len(bodies)], its own conversation).
 type target struct {
 	name   string // "relay" or "baseline"
 	relay  bool
 	stream bool
 	url    string
-	body   []byte
+	bodies [][]byte
 	header http.Header
-	// answerBytes is the size of the answer body to the probe request.
+	// answerBytes is the size of the answer body to the last probe request.
 	answerBytes int
 }
