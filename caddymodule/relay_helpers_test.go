@@ -16,7 +16,7 @@ import (
 // a reasoning_cache app on a new ledger, enabled or not, and starts the
 // app (caddy.ProvisionContext provisions but does not start apps, and the
 // ledger opens in Start). Everything is cleaned up when the test ends.
-func startRelay(t *testing.T, enabled bool) (*Handler, *fakeupstream.Server) {
+func startRelay(t testing.TB, enabled bool) (*Handler, *fakeupstream.Server) {
 	t.Helper()
 	fake := fakeupstream.New(fakeupstream.Options{APIKey: "sk-test"})
 	up := httptest.NewServer(fake)
