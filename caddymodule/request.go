@@ -54,19 +54,6 @@ type request struct {
 	held int64
 }
 
-// admit opens a model route (chat or responses): it authenticates the
-// client, pins the reasoning cache for the request, starts body logging
-// and reads the body, which the body log records. ok is false when the
-// client has been answered.
-func (rq *request) admit() (body []byte, ok bool) {
-	if !rq.authenticate() {
-		return nil, false
-	}
-	rq.holdCache()
-	rq.bodies = rq.h.bodyLog.Begin(rq.id, 1, rq.h.secrets)
-	return rq.readBody()
-}
-
 // close releases what the request holds once it has been answered: the
 // body log's open phases, the cache pin and the body budget. ServeHTTP
 // defers it.
@@ -124,75 +111,6 @@ func isWarning(reason string) bool {
 		return true
 	}
 	return false
-}
-
-// readBody reads the client's body under the size cap and the upload idle
-// deadline. On failure it has already answered the client.
-func (rq *request) readBody() ([]byte, bool) {
-	h := rq.h
-	if rq.r.ContentLength > h.MaxRequestBytes {
-		rq.refuseDeclaredTooLarge()
-		return nil, false
-	}
-	if ce := rq.r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
-		rq.fail(apierr.New(http.StatusUnsupportedMediaType, apierr.TypeInvalidRequest, "unsupported_content_encoding",
-			"Request bodies must not be compressed (Content-Encoding "+sanitizeToken(ce)+" is not supported)."), "unsupported_encoding")
-		return nil, false
-	}
-	rc := http.NewResponseController(rq.w)
-	wd := transport.NewWatchdog(time.Duration(h.IdleTimeout), func() {
-		// a read deadline in the past makes the blocked read return
-		_ = rc.SetReadDeadline(time.Now())
-	})
-	src, fits := rq.budgetedBody(rq.r.Body)
-	var body []byte
-	err := errBudget
-	if fits {
-		body, err = transport.ReadAll(transport.ProgressReader{R: src, WD: wd}, h.MaxRequestBytes, rq.r.ContentLength)
-	}
-	if errors.Is(err, errBudget) {
-		if err = discardBody(transport.ProgressReader{R: rq.r.Body, WD: wd}, h.MaxRequestBytes); err == nil {
-			rq.bodyRead, err = true, errBudget
-		}
-	}
-	idle := wd.Stop()
-	switch {
-	case err == nil:
-		rq.bodyRead = true
-		return body, true
-	case errors.Is(err, transport.ErrTooLarge):
-		rq.fail(tooLarge(h.MaxRequestBytes), "request_too_large")
-	case errors.Is(err, errBudget):
-		rq.failBusy()
-	case idle:
-		_ = rc.SetReadDeadline(time.Time{})
-		rq.fail(apierr.New(http.StatusRequestTimeout, apierr.TypeTimeout, "upload_timeout",
-			"The request body stopped arriving for longer than the relay's idle timeout."), "upload_idle_timeout")
-	case rq.r.Context().Err() != nil:
-		rq.log("client_gone", 499)
-	default:
-		rq.fail(apierr.New(http.StatusBadRequest, apierr.TypeInvalidRequest, "body_read_failed",
-			"The request body could not be read."), "body_read_failed")
-	}
-	return nil, false
-}
-
-func tooLarge(limit int64) *apierr.Error {
-	return apierr.New(http.StatusRequestEntityTooLarge, apierr.TypeInvalidRequest, "request_too_large",
-		"The request body exceeds the relay's max_request_bytes limit of "+formatBytes(limit)+".")
-}
-
-// sanitizeToken keeps a header value printable and short for an error.
-func sanitizeToken(s string) string {
-	if len(s) > 32 {
-		s = s[:32]
-	}
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r > 0x7e || r == '"' {
-			return '?'
-		}
-		return r
-	}, s)
 }
 
 // writeJSON sends a complete JSON answer under the delivery deadline and
