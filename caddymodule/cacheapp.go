@@ -351,19 +351,6 @@ func (a *CacheApp) engineConfig() reasoningcache.Config {
 	}
 }
 
-// acquireEngine pins the ledger for one request and returns the cache
-// engine, or ErrCacheDisabled. Call release when the request ends.
-func (a *CacheApp) acquireEngine() (*reasoningcache.Engine, func(), error) {
-	if !a.Enabled || !a.started() || a.engine == nil {
-		return nil, func() {}, ErrCacheDisabled
-	}
-	_, release, err := a.holder.acquire()
-	if err != nil {
-		return nil, release, err
-	}
-	return a.engine, release, nil
-}
-
 // replayRetry reports whether a request whose replayed reasoning the
 // upstream rejected is resent once without replay.
 func (a *CacheApp) replayRetry() bool { return a.ReplayRetry == nil || *a.ReplayRetry }

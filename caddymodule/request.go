@@ -1,16 +1,16 @@
 package caddymodule
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache"
@@ -52,6 +52,14 @@ type request struct {
 	drainAfterAnswer bool
 	// held is the request's reservation of the handler's body budget
 	held int64
+}
+
+// newRequestID returns a random request ID such as
+// "rr_5f3a9c0d1e2b4a6c8d9e0f1a" (96 bits, unique across restarts).
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "rr_" + hex.EncodeToString(b[:])
 }
 
 // close releases what the request holds once it has been answered: the
@@ -111,27 +119,4 @@ func isWarning(reason string) bool {
 		return true
 	}
 	return false
-}
-
-// writeJSON sends a complete JSON answer under the delivery deadline and
-// reports whether all of it was written.
-func (rq *request) writeJSON(upstreamHeader http.Header, body []byte) bool {
-	body = rq.h.scrubOut(body)
-	hdr := rq.w.Header()
-	hdr.Set("Content-Type", "application/json")
-	hdr.Set("Content-Length", strconv.Itoa(len(body)))
-	rq.h.copyUpstreamHeaders(hdr, upstreamHeader)
-	rq.w.WriteHeader(http.StatusOK)
-	rq.wroteBody = true
-	rq.logClientResponse(http.StatusOK)
-	ds := transport.NewDownstream(rq.w, time.Duration(rq.h.WriteTimeout))
-	defer ds.Close()
-	ds.SetDeliveryDeadline(time.Now().Add(time.Duration(rq.h.DeliveryTimeout)))
-	if err := ds.WriteFlush(body); err != nil {
-		rq.log("client_write_failed", http.StatusOK, zap.Error(err))
-		return false
-	}
-	rq.clientBody.Write(body)
-	rq.log("ok", http.StatusOK, zap.Int("bytes_written", len(body)))
-	return true
 }
