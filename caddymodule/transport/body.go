@@ -18,18 +18,18 @@ const maxPresize = 64 << 10
 // with ErrTooLarge. sizeHint (a Content-Length, or -1) refuses a body
 // announced larger than the limit at once, and presizes the buffer up to
 // 64 KiB: a peer's Content-Length alone never makes the relay allocate
-// more; the buffer grows with the bytes that really arrive, doubling, but
-// never past the announced size (plus the one byte that sees the end), so
-// that a body that keeps to its Content-Length is held in one buffer of
-// its own size rather than in one of up to twice that. A limit <= 0 means
-// no limit.
+// more; the buffer grows with the bytes that really arrive, at most
+// doubling. While the body keeps to its announced size, the steps are
+// halves of that size (plus the one byte that sees the end), so that the
+// body ends in one buffer of its own size rather than in one of up to
+// twice that. A limit <= 0 means no limit.
 func ReadAll(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 	if limit > 0 && sizeHint > limit {
 		return nil, ErrTooLarge
 	}
 	size := int64(bytes.MinRead)
 	if sizeHint > 0 {
-		size = min(sizeHint, maxPresize) + 1
+		size = halveTo(sizeHint+1, maxPresize+1)
 	}
 	buf := make([]byte, 0, size)
 	for {
@@ -50,14 +50,15 @@ func ReadAll(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 	}
 }
 
-// grow returns a full buf with room for more: twice its capacity, but no
-// more than the announced size plus one while the body keeps to it, and
-// no more than limit plus one (enough to see that a body is too large).
+// grow returns a full buf with room for more: at most twice its length;
+// while the body keeps to sizeHint, the largest half (quarter, …) of
+// sizeHint+1 that is; never more than limit plus one (enough to see that
+// a body is too large).
 func grow(buf []byte, limit, sizeHint int64) []byte {
 	have := int64(len(buf))
 	size := 2 * have
 	if sizeHint > 0 && have <= sizeHint {
-		size = min(size, sizeHint+1)
+		size = halveTo(sizeHint+1, 2*have)
 	}
 	if limit > 0 {
 		size = min(size, limit+1)
@@ -66,4 +67,12 @@ func grow(buf []byte, limit, sizeHint int64) []byte {
 	out := make([]byte, len(buf), size)
 	copy(out, buf)
 	return out
+}
+
+// halveTo halves n, rounding up, until it is at most most.
+func halveTo(n, most int64) int64 {
+	for n > most {
+		n = (n + 1) / 2
+	}
+	return n
 }
