@@ -8,7 +8,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache"
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/ledger"
 )
 
@@ -106,19 +105,6 @@ func (h *storeHolder) release() {
 	if h.dropped && h.inflight == 0 {
 		close(h.drained)
 	}
-}
-
-// acquireEngine pins the ledger for one request and returns the cache
-// engine, or ErrCacheDisabled. Call release when the request ends.
-func (a *CacheApp) acquireEngine() (*reasoningcache.Engine, func(), error) {
-	if !a.Enabled || !a.started() || a.engine == nil {
-		return nil, func() {}, ErrCacheDisabled
-	}
-	_, release, err := a.holder.acquire()
-	if err != nil {
-		return nil, release, err
-	}
-	return a.engine, release, nil
 }
 
 // Destruct is called by the pool when no configuration references the
