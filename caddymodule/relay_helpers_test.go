@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
@@ -19,7 +20,13 @@ import (
 func startRelay(t testing.TB, enabled bool) (*Handler, *fakeupstream.Server) {
 	t.Helper()
 	fake := fakeupstream.New(fakeupstream.Options{APIKey: "sk-test"})
-	up := httptest.NewServer(fake)
+	return startRelayTo(t, enabled, fake), fake
+}
+
+// startRelayTo is startRelay with the upstream served by up.
+func startRelayTo(t testing.TB, enabled bool, upstream http.Handler) *Handler {
+	t.Helper()
+	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
 	cacheJSON, err := json.Marshal(map[string]any{"database": filepath.Join(t.TempDir(), "ledger.sqlite"), "enabled": enabled})
 	if err != nil {
@@ -44,5 +51,5 @@ func startRelay(t testing.TB, enabled bool) (*Handler, *fakeupstream.Server) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.cache.Stop(); _ = h.cache.Cleanup() })
-	return h, fake
+	return h
 }
