@@ -310,6 +310,19 @@ func (a *CacheApp) acquire() (*ledger.Store, func(), error) {
 	return a.holder.acquire()
 }
 
+// acquireEngine pins the ledger for one request and returns the cache
+// engine, or ErrCacheDisabled. Call release when the request ends.
+func (a *CacheApp) acquireEngine() (*reasoningcache.Engine, func(), error) {
+	if !a.Enabled || !a.started() || a.engine == nil {
+		return nil, func() {}, ErrCacheDisabled
+	}
+	_, release, err := a.holder.acquire()
+	if err != nil {
+		return nil, release, err
+	}
+	return a.engine, release, nil
+}
+
 // DatabasePath returns the cleaned absolute path of the ledger database.
 func (a *CacheApp) DatabasePath() string { return a.key }
 
@@ -349,19 +362,6 @@ func (a *CacheApp) engineConfig() reasoningcache.Config {
 		Logger:            a.logger.Named("engine"),
 		Counters:          engineCounters,
 	}
-}
-
-// acquireEngine pins the ledger for one request and returns the cache
-// engine, or ErrCacheDisabled. Call release when the request ends.
-func (a *CacheApp) acquireEngine() (*reasoningcache.Engine, func(), error) {
-	if !a.Enabled || !a.started() || a.engine == nil {
-		return nil, func() {}, ErrCacheDisabled
-	}
-	_, release, err := a.holder.acquire()
-	if err != nil {
-		return nil, release, err
-	}
-	return a.engine, release, nil
 }
 
 // replayRetry reports whether a request whose replayed reasoning the

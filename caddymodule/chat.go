@@ -117,6 +117,9 @@ func (rq *request) postChat(ctx context.Context, treq *translate.Request, cs *ca
 			return nil, false
 		}
 		if isSuccess(resp) {
+			// the upstream has the body: its input items (about the size
+			// of the history) need not stay while the answer is relayed
+			treq.Input = nil
 			return resp, true
 		}
 		e, ok := rq.upstreamError(ctx, resp, idle)

@@ -5,6 +5,9 @@
 // CLI commands. It is thin: the work is done by the packages below it
 // (translate, transport, redact), by internal/bodylog and internal/bundle
 // (body logging and replay bundles) and by reasoningcache. chat.go holds
-// the relay's central sequence (serveChat); README.md's Development
-// section maps the other files.
+// the relay's central sequence (serveChat); its steps live in files named
+// after them: admit.go (authenticate, read the body), cachesession.go
+// (the engine's Prepare, Complete and the session's end), upstream.go
+// (the upstream POST) and answer.go (writing the JSON answer or the event
+// stream). README.md's Development section maps the other files.
 package caddymodule

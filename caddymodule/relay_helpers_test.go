@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
@@ -16,10 +17,16 @@ import (
 // a reasoning_cache app on a new ledger, enabled or not, and starts the
 // app (caddy.ProvisionContext provisions but does not start apps, and the
 // ledger opens in Start). Everything is cleaned up when the test ends.
-func startRelay(t *testing.T, enabled bool) (*Handler, *fakeupstream.Server) {
+func startRelay(t testing.TB, enabled bool) (*Handler, *fakeupstream.Server) {
 	t.Helper()
 	fake := fakeupstream.New(fakeupstream.Options{APIKey: "sk-test"})
-	up := httptest.NewServer(fake)
+	return startRelayTo(t, enabled, fake), fake
+}
+
+// startRelayTo is startRelay with the upstream served by up.
+func startRelayTo(t testing.TB, enabled bool, upstream http.Handler) *Handler {
+	t.Helper()
+	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
 	cacheJSON, err := json.Marshal(map[string]any{"database": filepath.Join(t.TempDir(), "ledger.sqlite"), "enabled": enabled})
 	if err != nil {
@@ -44,5 +51,5 @@ func startRelay(t *testing.T, enabled bool) (*Handler, *fakeupstream.Server) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.cache.Stop(); _ = h.cache.Cleanup() })
-	return h, fake
+	return h
 }

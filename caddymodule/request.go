@@ -1,16 +1,16 @@
 package caddymodule
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache"
@@ -54,17 +54,12 @@ type request struct {
 	held int64
 }
 
-// admit opens a model route (chat or responses): it authenticates the
-// client, pins the reasoning cache for the request, starts body logging
-// and reads the body, which the body log records. ok is false when the
-// client has been answered.
-func (rq *request) admit() (body []byte, ok bool) {
-	if !rq.authenticate() {
-		return nil, false
-	}
-	rq.holdCache()
-	rq.bodies = rq.h.bodyLog.Begin(rq.id, 1, rq.h.secrets)
-	return rq.readBody()
+// newRequestID returns a random request ID such as
+// "rr_5f3a9c0d1e2b4a6c8d9e0f1a" (96 bits, unique across restarts).
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "rr_" + hex.EncodeToString(b[:])
 }
 
 // close releases what the request holds once it has been answered: the
@@ -124,96 +119,4 @@ func isWarning(reason string) bool {
 		return true
 	}
 	return false
-}
-
-// readBody reads the client's body under the size cap and the upload idle
-// deadline. On failure it has already answered the client.
-func (rq *request) readBody() ([]byte, bool) {
-	h := rq.h
-	if rq.r.ContentLength > h.MaxRequestBytes {
-		rq.refuseDeclaredTooLarge()
-		return nil, false
-	}
-	if ce := rq.r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
-		rq.fail(apierr.New(http.StatusUnsupportedMediaType, apierr.TypeInvalidRequest, "unsupported_content_encoding",
-			"Request bodies must not be compressed (Content-Encoding "+sanitizeToken(ce)+" is not supported)."), "unsupported_encoding")
-		return nil, false
-	}
-	rc := http.NewResponseController(rq.w)
-	wd := transport.NewWatchdog(time.Duration(h.IdleTimeout), func() {
-		// a read deadline in the past makes the blocked read return
-		_ = rc.SetReadDeadline(time.Now())
-	})
-	src, fits := rq.budgetedBody(rq.r.Body)
-	var body []byte
-	err := errBudget
-	if fits {
-		body, err = transport.ReadAll(transport.ProgressReader{R: src, WD: wd}, h.MaxRequestBytes, rq.r.ContentLength)
-	}
-	if errors.Is(err, errBudget) {
-		if err = discardBody(transport.ProgressReader{R: rq.r.Body, WD: wd}, h.MaxRequestBytes); err == nil {
-			rq.bodyRead, err = true, errBudget
-		}
-	}
-	idle := wd.Stop()
-	switch {
-	case err == nil:
-		rq.bodyRead = true
-		return body, true
-	case errors.Is(err, transport.ErrTooLarge):
-		rq.fail(tooLarge(h.MaxRequestBytes), "request_too_large")
-	case errors.Is(err, errBudget):
-		rq.failBusy()
-	case idle:
-		_ = rc.SetReadDeadline(time.Time{})
-		rq.fail(apierr.New(http.StatusRequestTimeout, apierr.TypeTimeout, "upload_timeout",
-			"The request body stopped arriving for longer than the relay's idle timeout."), "upload_idle_timeout")
-	case rq.r.Context().Err() != nil:
-		rq.log("client_gone", 499)
-	default:
-		rq.fail(apierr.New(http.StatusBadRequest, apierr.TypeInvalidRequest, "body_read_failed",
-			"The request body could not be read."), "body_read_failed")
-	}
-	return nil, false
-}
-
-func tooLarge(limit int64) *apierr.Error {
-	return apierr.New(http.StatusRequestEntityTooLarge, apierr.TypeInvalidRequest, "request_too_large",
-		"The request body exceeds the relay's max_request_bytes limit of "+formatBytes(limit)+".")
-}
-
-// sanitizeToken keeps a header value printable and short for an error.
-func sanitizeToken(s string) string {
-	if len(s) > 32 {
-		s = s[:32]
-	}
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r > 0x7e || r == '"' {
-			return '?'
-		}
-		return r
-	}, s)
-}
-
-// writeJSON sends a complete JSON answer under the delivery deadline and
-// reports whether all of it was written.
-func (rq *request) writeJSON(upstreamHeader http.Header, body []byte) bool {
-	body = rq.h.scrubOut(body)
-	hdr := rq.w.Header()
-	hdr.Set("Content-Type", "application/json")
-	hdr.Set("Content-Length", strconv.Itoa(len(body)))
-	rq.h.copyUpstreamHeaders(hdr, upstreamHeader)
-	rq.w.WriteHeader(http.StatusOK)
-	rq.wroteBody = true
-	rq.logClientResponse(http.StatusOK)
-	ds := transport.NewDownstream(rq.w, time.Duration(rq.h.WriteTimeout))
-	defer ds.Close()
-	ds.SetDeliveryDeadline(time.Now().Add(time.Duration(rq.h.DeliveryTimeout)))
-	if err := ds.WriteFlush(body); err != nil {
-		rq.log("client_write_failed", http.StatusOK, zap.Error(err))
-		return false
-	}
-	rq.clientBody.Write(body)
-	rq.log("ok", http.StatusOK, zap.Int("bytes_written", len(body)))
-	return true
 }

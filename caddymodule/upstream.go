@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -16,8 +17,9 @@ import (
 )
 
 // The upstream side of a model request, shared by the chat and the
-// responses route: one POST to `<upstream>/responses`, its error answers
-// and its buffered body.
+// responses route: one POST to `<upstream>/responses`, the headers that
+// cross to it (OpenAI-Beta) and back (request ID, rate limits), its
+// error answers and its buffered body.
 
 // postUpstream sends a body (parts of n bytes) to the upstream's responses
 // endpoint with the client headers that are forwarded. The request is
@@ -51,6 +53,25 @@ func (rq *request) upstreamHeaders() http.Header {
 	hdr.Set("X-Client-Request-Id", rq.id)
 	hdr.Set("User-Agent", "caddy-reasoning-relay")
 	return hdr
+}
+
+// effectiveOpenAIBeta is the OpenAI-Beta feature list the upstream sees:
+// every value of every OpenAI-Beta header line (all of them are
+// forwarded), split at commas, trimmed and joined with "," in the order
+// they arrive. It goes into the cache scope, so that two requests share a
+// scope only if the upstream saw the same features for both. The order is
+// kept and nothing is deduplicated: two spellings of one set then get
+// different scopes, which costs a replay at most, never a wrong one.
+func effectiveOpenAIBeta(h http.Header) string {
+	var parts []string
+	for _, v := range h.Values("OpenAI-Beta") {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				parts = append(parts, p)
+			}
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // upstreamFailure answers a failed upstream round trip (no response).
@@ -91,6 +112,24 @@ func (rq *request) upstreamError(ctx context.Context, resp *http.Response, idle 
 func (rq *request) failUpstream(e *apierr.Error, resp *http.Response, status int) {
 	rq.h.copyUpstreamHeaders(rq.w.Header(), resp.Header)
 	rq.fail(e, "upstream_status_"+strconv.Itoa(status))
+}
+
+// copyUpstreamHeaders passes the upstream's request ID, rate-limit and
+// retry headers to the client: they help Cursor back off and help operators
+// correlate with OpenAI. Their values are scrubbed of the relay's
+// credentials.
+func (h *Handler) copyUpstreamHeaders(dst, src http.Header) {
+	for k, vs := range src {
+		lk := strings.ToLower(k)
+		if lk == "x-request-id" || lk == "retry-after" || lk == "openai-processing-ms" ||
+			strings.HasPrefix(lk, "x-ratelimit-") {
+			out := make([]string, len(vs))
+			for i, v := range vs {
+				out[i] = redact.SecretsText(v, h.secrets...)
+			}
+			dst[k] = out
+		}
+	}
 }
 
 // readUpstreamBody reads a buffered upstream body under the response cap

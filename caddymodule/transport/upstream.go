@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/redact"
@@ -94,19 +95,17 @@ func (c *Upstream) Origin() string { return c.base.Scheme + "://" + c.base.Host 
 // total, to path under the base URL, with the upstream credential and the
 // extra headers (such as OpenAI-Beta) as given. The parts are sent in order
 // without being joined (a large request is not copied once more) and must
-// not change until the response has been read. The request is built once,
-// so that what a caller records of it (package bodylog) is what Do sends.
+// not change until Do has returned. The request is built once, so that
+// what a caller records of it (package bodylog) is what Do sends.
 func (c *Upstream) NewRequest(ctx context.Context, path string, parts net.Buffers, n int64, stream bool, extra http.Header) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Endpoint(path), nil)
+	src := &bodySource{parts: parts}
+	req, err := http.NewRequestWithContext(context.WithValue(ctx, bodySourceKey{}, src), http.MethodPost, c.Endpoint(path), nil)
 	if err != nil {
 		return nil, fmt.Errorf("building upstream request: %w", err)
 	}
 	// GetBody lets the transport resend the body when it retries on a new
 	// connection; each call reads the same parts afresh
-	req.GetBody = func() (io.ReadCloser, error) {
-		b := append(net.Buffers(nil), parts...)
-		return io.NopCloser(&b), nil
-	}
+	req.GetBody = src.open
 	req.Body, _ = req.GetBody()
 	req.ContentLength = n
 	if n == 0 {
@@ -128,13 +127,47 @@ func (c *Upstream) NewRequest(ctx context.Context, path string, parts net.Buffer
 }
 
 // Do sends a request built by NewRequest. The caller must close the
-// response body.
+// response body. Once the upstream has answered, the request no longer
+// references the body's parts (the transport resends a body only before
+// an answer), so that a large request can be collected while its answer
+// streams.
 func (c *Upstream) Do(req *http.Request) (*http.Response, error) {
 	resp, err := c.client.Do(req)
+	if src, ok := req.Context().Value(bodySourceKey{}).(*bodySource); ok {
+		src.drop()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("upstream request: %w", err)
 	}
 	return resp, nil
+}
+
+// bodySource holds the parts of a request body for the transport's
+// GetBody until Do drops them. The transport keeps its own copy of the
+// request while it reads the answer, so the parts are dropped here rather
+// than by clearing the request's GetBody.
+type bodySource struct {
+	mu    sync.Mutex
+	parts net.Buffers
+}
+
+// bodySourceKey is the request context key of its bodySource.
+type bodySourceKey struct{}
+
+// open returns a reader of the parts; it reads nothing once they are
+// dropped (the transport no longer asks by then).
+func (s *bodySource) open() (io.ReadCloser, error) {
+	s.mu.Lock()
+	b := append(net.Buffers(nil), s.parts...)
+	s.mu.Unlock()
+	return io.NopCloser(&b), nil
+}
+
+// drop forgets the parts.
+func (s *bodySource) drop() {
+	s.mu.Lock()
+	s.parts = nil
+	s.mu.Unlock()
 }
 
 // CloseIdle closes idle upstream connections (on Cleanup).

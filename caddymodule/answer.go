@@ -5,13 +5,69 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/redact"
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
 )
+
+// Writing a model answer to the client: a JSON body (writeJSON) or an
+// event stream relayed frame by frame up to its terminal event
+// (relayEvents) and then ended (endStream).
+//
+// The relay knows its own credentials exactly (Handler.secrets). Whatever
+// it sends to a client passes through redact with them: error messages
+// (with redact.Text, which also catches credential-shaped tokens), every
+// answer body and every SSE frame (with redact.Secrets, which replaces
+// only the exact values, so that model output is otherwise untouched) and
+// the upstream headers it passes on (copyUpstreamHeaders). An upstream error that arrives inside
+// a 200 (an SSE `error` or `response.failed` event, a JSON answer with
+// `status: "failed"`) is thus scrubbed like a non-2xx one, on every route.
+
+// scrubError returns a copy of e with its message, param, code and type
+// scrubbed of the relay's credentials and of credential-shaped tokens.
+func (h *Handler) scrubError(e *apierr.Error) *apierr.Error {
+	c := *e
+	c.Message = redact.Text(e.Message, h.secrets...)
+	c.Param = redact.Text(e.Param, h.secrets...)
+	c.Code = redact.Text(e.Code, h.secrets...)
+	c.Type = redact.Text(e.Type, h.secrets...)
+	return &c
+}
+
+// scrubOut returns p, an answer body or SSE frame about to be written to
+// the client, without the relay's credentials.
+func (h *Handler) scrubOut(p []byte) []byte {
+	p, _ = redact.Secrets(p, h.secrets...)
+	return p
+}
+
+// writeJSON sends a complete JSON answer under the delivery deadline and
+// reports whether all of it was written.
+func (rq *request) writeJSON(upstreamHeader http.Header, body []byte) bool {
+	body = rq.h.scrubOut(body)
+	hdr := rq.w.Header()
+	hdr.Set("Content-Type", "application/json")
+	hdr.Set("Content-Length", strconv.Itoa(len(body)))
+	rq.h.copyUpstreamHeaders(hdr, upstreamHeader)
+	rq.w.WriteHeader(http.StatusOK)
+	rq.wroteBody = true
+	rq.logClientResponse(http.StatusOK)
+	ds := transport.NewDownstream(rq.w, time.Duration(rq.h.WriteTimeout))
+	defer ds.Close()
+	ds.SetDeliveryDeadline(time.Now().Add(time.Duration(rq.h.DeliveryTimeout)))
+	if err := ds.WriteFlush(body); err != nil {
+		rq.log("client_write_failed", http.StatusOK, zap.Error(err))
+		return false
+	}
+	rq.clientBody.Write(body)
+	rq.log("ok", http.StatusOK, zap.Int("bytes_written", len(body)))
+	return true
+}
 
 // frameConverter turns upstream SSE events into client frames. The chat
 // route converts to Chat Completions chunks; the responses route passes
