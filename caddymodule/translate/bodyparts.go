@@ -6,6 +6,15 @@ import (
 	"net"
 )
 
+// Constant parts of every upstream body, shared by all requests and never
+// written to.
+var (
+	partOpen  = []byte{'{'}
+	partComma = []byte{','}
+	partInput = []byte(`"input":[`)
+	partClose = []byte{']', '}'}
+)
+
 // BodyParts returns the upstream Responses request JSON that Body encodes,
 // as a list of parts that reference Fields and Input instead of copying
 // them, and its total length. Sending the parts (net.Buffers) spares the
@@ -17,7 +26,7 @@ func (r *Request) BodyParts() (net.Buffers, int64, error) {
 		parts = append(parts, p)
 		n += int64(len(p))
 	}
-	add([]byte{'{'})
+	add(partOpen)
 	for _, f := range r.Fields {
 		if f.Key == "input" {
 			return nil, 0, fmt.Errorf("translate: body: field %q duplicates the input items", f.Key)
@@ -27,19 +36,19 @@ func (r *Request) BodyParts() (net.Buffers, int64, error) {
 		}
 		add(append(appendString(nil, f.Key), ':'))
 		add(f.Value)
-		add([]byte{','})
+		add(partComma)
 	}
-	add([]byte(`"input":[`))
+	add(partInput)
 	for i, it := range r.Input {
 		if len(it) == 0 {
 			return nil, 0, fmt.Errorf("translate: body: input item %d is empty", i)
 		}
 		if i > 0 {
-			add([]byte{','})
+			add(partComma)
 		}
 		add(it)
 	}
-	add([]byte{']', '}'})
+	add(partClose)
 	return parts, n, nil
 }
 

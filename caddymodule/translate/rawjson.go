@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/jsonscan"
 )
 
@@ -98,4 +99,57 @@ func typeName(raw json.RawMessage) string {
 	}
 	s, _ := unquote(raw)
 	return s
+}
+
+// pick sets vals[i] to the value of the member keys[i] of the object raw
+// (the last one when a key repeats, as encoding/json does) and returns
+// the first member name that is not among keys and the number of members.
+// It is the one decoder of the small objects of a request: messages,
+// content parts, tool calls and tool definitions.
+func pick(raw []byte, keys []string, vals []json.RawMessage) (unknown string, n int) {
+	members(raw, func(k []byte, v json.RawMessage) {
+		n++
+		for i, want := range keys {
+			if string(k) == want {
+				vals[i] = v
+				return
+			}
+		}
+		if unknown == "" {
+			unknown = string(k)
+		}
+	})
+	return unknown, n
+}
+
+// elements calls fn for each element of the array raw, in order, and
+// returns the first error fn returns. raw must be a validated array
+// (isArray); elements do not alias beyond their end.
+func elements(raw []byte, fn func(j int, v json.RawMessage) *apierr.Error) *apierr.Error {
+	i := jsonscan.SkipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return nil
+	}
+	for j := 0; ; j++ {
+		i = jsonscan.SkipSpace(raw, i+1)
+		if i >= len(raw) || raw[i] == ']' {
+			return nil
+		}
+		end, ok := jsonscan.ValueEnd(raw, i)
+		if !ok {
+			return nil
+		}
+		if err := fn(j, raw[i:end:end]); err != nil {
+			return err
+		}
+		i = jsonscan.SkipSpace(raw, end)
+		if i >= len(raw) || raw[i] != ',' {
+			return nil
+		}
+	}
+}
+
+// emptyArray reports whether raw is an array without elements.
+func emptyArray(raw []byte) bool {
+	return isArray(raw) && raw[jsonscan.SkipSpace(raw, 1)] == ']'
 }
