@@ -16,8 +16,13 @@ var (
 
 // decodeEvent validates data and fills ev from its members without
 // reflection; values stay raw tokens until a handler needs them.
+// Validation is as json.Valid's: a string that is not valid UTF-8 is
+// accepted (and decoded with replacement characters).
 func decodeEvent(data []byte, ev *streamEvent) error {
-	if !json.Valid(data) {
+	// validJSON is the fast check; json.Valid only runs for what it
+	// refuses (invalid UTF-8 inside strings, which json.Valid accepts,
+	// or invalid JSON, which the decoder then describes)
+	if !validJSON(data) && !json.Valid(data) {
 		var v any
 		return json.Unmarshal(data, &v)
 	}

@@ -125,7 +125,7 @@ func (s *Stream) Event(dst []byte, event string, data []byte) ([]byte, Result, e
 	case "response.created", "response.in_progress", "response.queued":
 		if !s.started {
 			var r upstreamResponse
-			if len(ev.Response) > 0 && json.Unmarshal(ev.Response, &r) == nil {
+			if len(ev.Response) > 0 && decodeResponse(ev.Response, &r, true) == nil {
 				s.adopt(&r)
 			}
 		}
@@ -156,7 +156,7 @@ func (s *Stream) Event(dst []byte, event string, data []byte) ([]byte, Result, e
 	case "response.content_part.done":
 		if !isNull(ev.Part) {
 			var part outputPart
-			if jerr := json.Unmarshal(ev.Part, &part); jerr != nil {
+			if jerr := decodePartDone(ev.Part, &part, true); jerr != nil {
 				return dst, Result{}, fmt.Errorf("translate: malformed content part: %w", jerr)
 			}
 			dst, err = s.partDone(dst, s.item(&ev, "message"), ev.ContentIndex, &part)
@@ -197,7 +197,7 @@ func (s *Stream) Event(dst []byte, event string, data []byte) ([]byte, Result, e
 	case "response.failed":
 		var r upstreamResponse
 		if len(ev.Response) > 0 {
-			if jerr := json.Unmarshal(ev.Response, &r); jerr != nil {
+			if jerr := decodeResponse(ev.Response, &r, true); jerr != nil {
 				return dst, Result{}, fmt.Errorf("translate: malformed response.failed: %w", jerr)
 			}
 		}
@@ -208,7 +208,7 @@ func (s *Stream) Event(dst []byte, event string, data []byte) ([]byte, Result, e
 	case "error":
 		e := &upstreamError{}
 		if isObject(ev.Error) {
-			if jerr := json.Unmarshal(ev.Error, e); jerr != nil {
+			if jerr := decodeError(ev.Error, e, true); jerr != nil {
 				return dst, Result{}, fmt.Errorf("translate: malformed error event: %w", jerr)
 			}
 		} else {
@@ -360,7 +360,7 @@ func (s *Stream) partDone(dst []byte, it *itemState, index int, part *outputPart
 // its header chunk (id, type, name) now.
 func (s *Stream) itemAdded(dst []byte, ev *streamEvent) ([]byte, error) {
 	var oi outputItem
-	if err := json.Unmarshal(ev.Item, &oi); err != nil {
+	if err := decodeItem(ev.Item, &oi, true); err != nil {
 		return dst, fmt.Errorf("translate: malformed output_item.added: %w", err)
 	}
 	if len(ev.ItemID) == 0 {
@@ -454,7 +454,7 @@ func (s *Stream) reconcile(dst []byte, it *itemState, oi *outputItem) ([]byte, e
 
 func (s *Stream) itemDone(dst []byte, ev *streamEvent) ([]byte, error) {
 	var oi outputItem
-	if err := json.Unmarshal(ev.Item, &oi); err != nil {
+	if err := decodeItem(ev.Item, &oi, true); err != nil {
 		return dst, fmt.Errorf("translate: malformed output_item.done: %w", err)
 	}
 	if len(ev.ItemID) == 0 {
@@ -471,7 +471,7 @@ func (s *Stream) itemDone(dst []byte, ev *streamEvent) ([]byte, error) {
 func (s *Stream) completed(dst []byte, ev *streamEvent) ([]byte, error) {
 	var r upstreamResponse
 	if len(ev.Response) > 0 {
-		if err := json.Unmarshal(ev.Response, &r); err != nil {
+		if err := decodeResponse(ev.Response, &r, true); err != nil {
 			return dst, fmt.Errorf("translate: malformed %s: %w", ev.Type, err)
 		}
 	}
@@ -493,7 +493,7 @@ func (s *Stream) completed(dst []byte, ev *streamEvent) ([]byte, error) {
 		}
 		for i, raw := range r.Output {
 			var oi outputItem
-			if err := json.Unmarshal(raw, &oi); err != nil {
+			if err := decodeItem(raw, &oi, true); err != nil {
 				return dst, fmt.Errorf("translate: malformed output item %d: %w", i, err)
 			}
 			if oi.Type != "message" && !oi.isCall() {

@@ -1,0 +1,92 @@
+package translate
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+// sameDecode reports whether the fast answer decoders agree with
+// json.Unmarshal, the reference they replace, on raw: the same success or
+// failure and the same values.
+func sameDecode(t *testing.T, raw []byte) {
+	t.Helper()
+	for _, valid := range []bool{false, true} {
+		if valid && !json.Valid(raw) {
+			continue // valid promises json.Valid
+		}
+		check := func(name string, got, want any, gerr, werr error) {
+			t.Helper()
+			if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
+				t.Fatalf("%s(%q): error %v, reference %v", name, raw, gerr, werr)
+			}
+			if gerr == nil && !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s(%q):\n got %+v\nwant %+v", name, raw, got, want)
+			}
+		}
+		var r, rr upstreamResponse
+		check("decodeResponse", &r, &rr, decodeResponse(raw, &r, valid), json.Unmarshal(raw, &rr))
+		var it, ri outputItem
+		check("decodeItem", &it, &ri, decodeItem(raw, &it, valid), json.Unmarshal(raw, &ri))
+		var p, rp outputPart
+		check("decodePartDone", &p, &rp, decodePartDone(raw, &p, valid), json.Unmarshal(raw, &rp))
+		var e, re upstreamError
+		check("decodeError", &e, &re, decodeError(raw, &e, valid), json.Unmarshal(raw, &re))
+	}
+}
+
+// answerSeeds are Responses objects, items, parts and errors, including
+// the spellings encoding/json treats specially.
+func answerSeeds() [][]byte {
+	out := [][]byte{answerBody()}
+	for _, e := range answerEvents() {
+		out = append(out, []byte(e[1]))
+		var ev struct{ Item, Response, Part json.RawMessage }
+		_ = json.Unmarshal([]byte(e[1]), &ev)
+		for _, v := range [][]byte{ev.Item, ev.Response, ev.Part} {
+			if v != nil {
+				out = append(out, v)
+			}
+		}
+	}
+	for _, s := range []string{
+		`{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[]}`,
+		`{"status":"incomplete","incomplete_details":{"reason":"a","Reason":"b","REASON":"c"}}`,
+		`{"ID":"x","id":"y"}`, `{"id":"x","id":"y"}`, `{"ſtatus":"completed"}`, `{"usage":{"input_tokens":1},"usage":{"output_tokens":2}}`,
+		`{"usage":{"input_tokens":1.5}}`, `{"usage":{"input_tokens":1e2}}`, `{"usage":{"input_tokens":99999999999999999999}}`,
+		`{"usage":{"input_tokens_details":{"cache_write_tokens":null}}}`, `{"usage":{"input_tokens_details":{"cache_write_tokens":3}}}`,
+		`{"created_at":1e400}`, `{"created_at":"1"}`, `{"output":null}`, `{"output":{}}`, `{"output":[1,"a",{"x":[]}]}`,
+		`{"error":{"code":"rate_limit_exceeded","message":"m\u00e9"}}`, `{"error":"x"}`, `{"error":null}`,
+		`{"type":"function_call","arguments":null,"input":"x"}`, `{"type":"message","content":[null,{"type":"output_text","text":"a"},{"type":"refusal","refusal":"r"}]}`,
+		`{"content":[1]}`, `{"content":{}}`, `{"content":[],"content":[]}`, `null`, `[]`, `5`, `"s"`, ``, `{`, "{\"text\":\"\xff\"}",
+		`{"text":"\ud800"}`, `{"type":"output_text","text":"a\nb"}`, ` {"id" : "x" } `, `{"status":true}`,
+	} {
+		out = append(out, []byte(s))
+	}
+	return out
+}
+
+// TestAnswerDecodeMatchesReference holds the answer decoders to
+// json.Unmarshal on the seeds and on random mutations of them.
+func TestAnswerDecodeMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, seed := range answerSeeds() {
+		sameDecode(t, seed)
+		b := seed
+		for range 300 {
+			b = mutate(r, b)
+			sameDecode(t, b)
+			if r.IntN(6) == 0 {
+				b = seed
+			}
+		}
+	}
+}
+
+func FuzzAnswerDecode(f *testing.F) {
+	for _, s := range answerSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) { sameDecode(t, raw) })
+}
