@@ -281,9 +281,7 @@ func setRawList(v json.RawMessage, dst *[]json.RawMessage) bool {
 	if !isArray(v) {
 		return false
 	}
-	n := 0
-	elements(v, func(int, json.RawMessage) *apierr.Error { n++; return nil })
-	list := make([]json.RawMessage, 0, n)
+	list := make([]json.RawMessage, 0, 4)
 	buf := append([]byte(nil), v...) // one copy for all elements
 	elements(buf, func(_ int, e json.RawMessage) *apierr.Error {
 		list = append(list, e)

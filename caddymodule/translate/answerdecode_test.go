@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"encoding/json"
 	"math/rand/v2"
 	"reflect"
@@ -89,4 +90,46 @@ func FuzzAnswerDecode(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) { sameDecode(t, raw) })
+}
+
+// refUnquote is the string decoding unquote replaces.
+func refUnquote(raw []byte) (string, bool) {
+	if !isString(raw) {
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+var unquoteSeeds = []string{`""`, `"a"`, `"a\nb"`, `"\u00e9\u20ac"`, `"\ud83d\ude00"`, `"\ud83d"`, `"\ude00"`, `"\ud83dx"`,
+	`"\ud83d\u0041"`, `"\ud83d\ud83d\ude00"`, `"\/\b\f\r\t\\\""`, `"\x"`, `"\u12"`, `"a"b"`, "\"\x01\"", "\"\xff\xfe\"",
+	"\"caf\xc3\xa9\"", "\"\xed\xa0\x80\"", `"`, `x`, `"\"`, `"abc\u0000def"`, `"\U0041"`}
+
+func TestUnquoteMatchesReference(t *testing.T) {
+	for _, s := range unquoteSeeds {
+		g, gok := unquote([]byte(s))
+		w, wok := refUnquote([]byte(s))
+		if g != w || gok != wok {
+			t.Errorf("unquote(%q) = %q, %v; reference %q, %v", s, g, gok, w, wok)
+		}
+	}
+}
+
+func FuzzUnquote(f *testing.F) {
+	for _, s := range unquoteSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if len(bytes.TrimSpace(raw)) != len(raw) {
+			return // unquote gets tokens, never surrounding whitespace
+		}
+		g, gok := unquote(raw)
+		w, wok := refUnquote(raw)
+		if g != w || gok != wok {
+			t.Fatalf("unquote(%q) = %q, %v; reference %q, %v", raw, g, gok, w, wok)
+		}
+	})
 }

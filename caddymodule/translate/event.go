@@ -136,8 +136,8 @@ func decodeToken(raw json.RawMessage) (text []byte, tok json.RawMessage, ok bool
 	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 		return inner, raw, true
 	}
-	s, ok := unquote(raw)
-	return []byte(s), nil, ok
+	text, ok = appendUnquoted(make([]byte, 0, len(inner)), raw)
+	return text, nil, ok
 }
 
 // appendToken appends text as a JSON string, copying tok when given.
