@@ -142,10 +142,9 @@ func BenchmarkCompletionBaseline(b *testing.B) {
 	}
 }
 
-// BenchmarkStreamAnswer converts a whole streamed answer event by event
-// (bytes are the events' data); ns/op divided by the event count is the
-// cost per event. Compare with BenchmarkStreamAnswerBaseline.
-func BenchmarkStreamAnswer(b *testing.B) {
+// answerData returns answerEvents with each event's data as bytes and
+// sets the benchmark's byte count to their total.
+func answerData(b *testing.B) ([][2]string, [][]byte) {
 	evs := answerEvents()
 	datas := make([][]byte, len(evs))
 	n := 0
@@ -154,6 +153,14 @@ func BenchmarkStreamAnswer(b *testing.B) {
 		n += len(e[1])
 	}
 	b.SetBytes(int64(n))
+	return evs, datas
+}
+
+// BenchmarkStreamAnswer converts a whole streamed answer event by event
+// (bytes are the events' data); ns/op divided by the event count is the
+// cost per event. Compare with BenchmarkStreamAnswerBaseline.
+func BenchmarkStreamAnswer(b *testing.B) {
+	evs, datas := answerData(b)
 	b.ReportAllocs()
 	b.ReportMetric(float64(len(evs)), "events/op")
 	dst := make([]byte, 0, 4096)
@@ -176,14 +183,7 @@ func BenchmarkStreamAnswer(b *testing.B) {
 // BenchmarkStreamAnswerBaseline is json.Valid over each event of
 // BenchmarkStreamAnswer.
 func BenchmarkStreamAnswerBaseline(b *testing.B) {
-	evs := answerEvents()
-	datas := make([][]byte, len(evs))
-	n := 0
-	for i, e := range evs {
-		datas[i] = []byte(e[1])
-		n += len(e[1])
-	}
-	b.SetBytes(int64(n))
+	_, datas := answerData(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, d := range datas {
