@@ -3,6 +3,7 @@ package translate
 import (
 	"bytes"
 	"encoding/json"
+	"unsafe"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
 )
@@ -178,8 +179,7 @@ func (t *chatTranslator) toolCall(l loc, raw json.RawMessage) *apierr.Error {
 		if t.customCalls == nil {
 			t.customCalls = make(map[string]bool)
 		}
-		s, _ := unquote(id)
-		t.customCalls[s] = true
+		t.customCalls[t.keep(id)] = true
 		t.out = append(t.out, `{"type":"custom_tool_call","call_id":`...)
 	} else {
 		t.out = append(t.out, `{"type":"function_call","call_id":`...)
@@ -246,4 +246,17 @@ func (t *chatTranslator) toolResult(l loc, cm *chatMessage) *apierr.Error {
 	t.out = append(t.out, '}')
 	t.end(from)
 	return nil
+}
+
+// keep returns the text of the string token tok as a string that shares
+// the memory of t.ids, so that remembering a call id costs no allocation
+// of its own. Bytes of t.ids are only ever appended, never changed, so the
+// strings stay valid when t.ids grows into a new array.
+func (t *chatTranslator) keep(tok json.RawMessage) string {
+	from := len(t.ids)
+	t.ids, _ = appendUnquoted(t.ids, tok)
+	if len(t.ids) == from {
+		return ""
+	}
+	return unsafe.String(&t.ids[from], len(t.ids)-from)
 }

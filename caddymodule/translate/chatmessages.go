@@ -6,32 +6,30 @@ import (
 	"strconv"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/jsonscan"
 )
 
 // chatTranslator holds the state of one Chat body translation. The input
-// items it builds go back to back into one buffer, out, so that a history
-// costs a few allocations whatever its number of messages.
+// items it builds go back to back into one buffer, out, sized for the
+// whole history, so that a history costs a few allocations whatever its
+// number of messages. Request.Input slices out; should out have to grow,
+// items already built keep the old buffer, whose bytes never change.
 type chatTranslator struct {
 	req         *Request
 	customTools map[string]bool // names of custom tools in this request
 	customCalls map[string]bool // call ids of custom tool calls seen in history
 	out         []byte          // the built input items, back to back
-	spans       []span          // the input items in order
+	ids         []byte          // the custom call ids, back to back (see keep)
 	scratch     []byte          // reused for joined tool output text
-}
-
-// span is one input item: a range of chatTranslator.out, or bytes of the
-// client body forwarded as they are.
-type span struct {
-	raw      json.RawMessage
-	from, to int
 }
 
 // begin starts an item in out and returns its start.
 func (t *chatTranslator) begin() int { return len(t.out) }
 
 // end ends the item started at from.
-func (t *chatTranslator) end(from int) { t.spans = append(t.spans, span{from: from, to: len(t.out)}) }
+func (t *chatTranslator) end(from int) {
+	t.req.Input = append(t.req.Input, t.out[from:len(t.out):len(t.out)])
+}
 
 // easyInputMin is the size from which a plain text message is forwarded
 // as the client sent it instead of being rewritten as a typed item.
@@ -53,11 +51,13 @@ type chatMessage struct {
 	Members int
 }
 
-func decodeMessage(raw json.RawMessage) chatMessage {
+// decodeMessage decodes the message object at the start of raw and
+// returns the index after it (-1 when raw does not start with an object).
+func decodeMessage(raw []byte) (chatMessage, int) {
 	var v [9]json.RawMessage
-	unknown, n := pick(raw, messageKeys, v[:])
+	unknown, n, end := pickEnd(raw, messageKeys, v[:])
 	return chatMessage{Role: v[0], Content: v[1], Refusal: v[2], ToolCalls: v[3], ToolCallID: v[4],
-		FunctionCall: v[5], Unknown: unknown, Members: n}
+		FunctionCall: v[5], Unknown: unknown, Members: n}, end
 }
 
 func (t *chatTranslator) messages(raw json.RawMessage) *apierr.Error {
@@ -70,70 +70,79 @@ func (t *chatTranslator) messages(raw json.RawMessage) *apierr.Error {
 	if emptyArray(raw) {
 		return invalidValue("messages", "Invalid 'messages': empty array. Expected an array with minimum length 1.")
 	}
-	req := t.req
-	// one pass to size the buffers: the items are about as large as the
-	// messages, plus their type envelopes
-	count := 0
-	elements(raw, func(int, json.RawMessage) *apierr.Error { count++; return nil })
-	req.History = make([]Message, 0, count)
-	t.spans = make([]span, 0, count+count/2)
-	t.out = make([]byte, 0, len(raw)+64*count+256)
-	aerr := elements(raw, func(i int, m json.RawMessage) *apierr.Error {
-		l := loc{i: i, j: -1}
-		if !isObject(m) {
-			return invalidType(l.String(), "an object")
-		}
-		cm := decodeMessage(m)
-		if cm.Unknown != "" {
-			return unknownParam(l.at("." + cm.Unknown))
-		}
-		role := typeName(cm.Role)
-		if !isString(cm.Role) {
-			if isNull(cm.Role) {
-				return missing(l.at(".role"))
+	// the items are about as large as the messages plus their type
+	// envelopes; the lists grow as needed
+	est := len(raw)/512 + 8
+	t.req.History = make([]Message, 0, est)
+	t.req.Input = make([]json.RawMessage, 0, est+est/2)
+	t.out = make([]byte, 0, len(raw)+len(raw)/8+1024)
+	// one walk: each message is decoded where its end is found
+	i := jsonscan.SkipSpace(raw, 1)
+	for n := 0; i < len(raw) && raw[i] != ']'; n++ {
+		var cm chatMessage
+		end := -1
+		if raw[i] == '{' {
+			if cm, end = decodeMessage(raw[i:]); end >= 0 {
+				end += i
 			}
-			return invalidType(l.at(".role"), "a string")
+		} else if e, ok := jsonscan.ValueEnd(raw, i); ok {
+			end = e
 		}
-		from := len(t.spans)
-		var aerr *apierr.Error
-		switch role {
-		case "system", "developer", "user":
-			if cm.Members == 2 && isString(cm.Content) && len(cm.Content) >= easyInputMin {
-				// {"role":…,"content":"…"} is already a Responses input
-				// message (EasyInputMessage): a large one is sent as the
-				// client's own bytes rather than copied
-				t.spans = append(t.spans, span{raw: m})
-				break
-			}
-			aerr = t.inputMessage(l, role, cm.Content)
-		case "assistant":
-			aerr = t.assistant(l, &cm)
-		case "tool":
-			aerr = t.toolResult(l, &cm)
-		case "function":
-			aerr = unsupportedValue(l.at(".role"),
-				"Unsupported value: role 'function' is deprecated and not supported; use tool messages.")
-		default:
-			aerr = invalidValue(l.at(".role"), fmt.Sprintf("Invalid value for '%s.role': unknown role.", l.String()))
+		if end < 0 {
+			break // not reached for a validated body
 		}
-		if aerr != nil {
+		if aerr := t.message(n, raw[i:end:end], &cm); aerr != nil {
 			return aerr
 		}
-		req.History = append(req.History, Message{Raw: m, Role: role, Items: [2]int{from, len(t.spans)}})
-		return nil
-	})
+		if i = jsonscan.SkipSpace(raw, end); i < len(raw) && raw[i] == ',' {
+			i = jsonscan.SkipSpace(raw, i+1)
+		}
+	}
+	return nil
+}
+
+// message translates the message m, number i of the history, decoded as cm.
+func (t *chatTranslator) message(i int, m json.RawMessage, cm *chatMessage) *apierr.Error {
+	l := loc{i: i, j: -1}
+	if !isObject(m) {
+		return invalidType(l.String(), "an object")
+	}
+	if cm.Unknown != "" {
+		return unknownParam(l.at("." + cm.Unknown))
+	}
+	role := typeName(cm.Role)
+	if !isString(cm.Role) {
+		if isNull(cm.Role) {
+			return missing(l.at(".role"))
+		}
+		return invalidType(l.at(".role"), "a string")
+	}
+	from := len(t.req.Input)
+	var aerr *apierr.Error
+	switch role {
+	case "system", "developer", "user":
+		if cm.Members == 2 && isString(cm.Content) && len(cm.Content) >= easyInputMin {
+			// {"role":…,"content":"…"} is already a Responses input
+			// message (EasyInputMessage): a large one is sent as the
+			// client's own bytes rather than copied
+			t.req.Input = append(t.req.Input, m)
+			break
+		}
+		aerr = t.inputMessage(l, role, cm.Content)
+	case "assistant":
+		aerr = t.assistant(l, cm)
+	case "tool":
+		aerr = t.toolResult(l, cm)
+	case "function":
+		aerr = unsupportedValue(l.at(".role"),
+			"Unsupported value: role 'function' is deprecated and not supported; use tool messages.")
+	default:
+		aerr = invalidValue(l.at(".role"), fmt.Sprintf("Invalid value for '%s.role': unknown role.", l.String()))
+	}
 	if aerr != nil {
 		return aerr
 	}
-	req.Input = make([]json.RawMessage, len(t.spans))
-	for i, s := range t.spans {
-		if s.raw != nil {
-			req.Input[i] = s.raw
-		} else {
-			req.Input[i] = t.out[s.from:s.to:s.to]
-		}
-	}
-	t.spans = nil
+	t.req.History = append(t.req.History, Message{Raw: m, Role: role, Items: [2]int{from, len(t.req.Input)}})
 	return nil
 }
 

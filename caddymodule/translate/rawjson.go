@@ -19,26 +19,35 @@ import (
 // unescaped key and its raw value. Later duplicates are reported after
 // earlier ones, so assigning in fn gives encoding/json's last-wins rule.
 func members(raw []byte, fn func(key []byte, val json.RawMessage)) {
+	membersEnd(raw, fn)
+}
+
+// membersEnd is members for an object followed by more bytes: it returns
+// the index after the object's closing brace, or -1 when there is none.
+func membersEnd(raw []byte, fn func(key []byte, val json.RawMessage)) int {
 	i := jsonscan.SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
-		return
+		return -1
 	}
 	i++
 	for {
 		i = jsonscan.SkipSpace(raw, i)
-		if i >= len(raw) || raw[i] == '}' {
-			return
+		if i >= len(raw) {
+			return -1
+		}
+		if raw[i] == '}' {
+			return i + 1
 		}
 		if raw[i] == ',' {
 			i++
 			continue
 		}
 		if raw[i] != '"' {
-			return
+			return -1
 		}
 		ke, ok := jsonscan.StringEnd(raw, i)
 		if !ok {
-			return
+			return -1
 		}
 		key := raw[i+1 : ke-1]
 		if bytes.IndexByte(key, '\\') >= 0 {
@@ -48,7 +57,7 @@ func members(raw []byte, fn func(key []byte, val json.RawMessage)) {
 		}
 		i = jsonscan.SkipSpace(raw, ke)
 		if i >= len(raw) || raw[i] != ':' {
-			return
+			return -1
 		}
 		i = jsonscan.SkipSpace(raw, i+1)
 		ve, ok := jsonscan.ValueEnd(raw, i)
@@ -56,7 +65,7 @@ func members(raw []byte, fn func(key []byte, val json.RawMessage)) {
 			ve = len(raw) // unterminated: report the rest, then stop
 		}
 		if ve <= i {
-			return
+			return -1
 		}
 		fn(key, raw[i:ve])
 		i = ve
@@ -107,7 +116,14 @@ func typeName(raw json.RawMessage) string {
 // It is the one decoder of the small objects of a request: messages,
 // content parts, tool calls and tool definitions.
 func pick(raw []byte, keys []string, vals []json.RawMessage) (unknown string, n int) {
-	members(raw, func(k []byte, v json.RawMessage) {
+	unknown, n, _ = pickEnd(raw, keys, vals)
+	return unknown, n
+}
+
+// pickEnd is pick for an object followed by more bytes; end is the index
+// after the object, or -1.
+func pickEnd(raw []byte, keys []string, vals []json.RawMessage) (unknown string, n, end int) {
+	end = membersEnd(raw, func(k []byte, v json.RawMessage) {
 		n++
 		for i, want := range keys {
 			if string(k) == want {
@@ -119,7 +135,7 @@ func pick(raw []byte, keys []string, vals []json.RawMessage) (unknown string, n 
 			unknown = string(k)
 		}
 	})
-	return unknown, n
+	return unknown, n, end
 }
 
 // elements calls fn for each element of the array raw, in order, and
