@@ -34,13 +34,24 @@ func plainWord(x uint64) bool {
 // json.Valid(b) && utf8.Valid(b), in one pass and several times faster.
 // Strings are skipped eight bytes at a time while they hold nothing that
 // needs a look.
-func validJSON(b []byte) bool {
+func validJSON(b []byte) bool { return scanJSON(b, nil) }
+
+// scanJSON is validJSON that also calls member, when b is an object and
+// member is not nil, with each top-level member's raw key token and value,
+// in order: the split members does, done by the validating pass.
+func scanJSON(b []byte, member func(key, val []byte)) bool {
 	var stack [maxDepth/64 + 1]uint64 // bit set: the container at that depth is an object
 	depth := 0
+	var keyTok []byte // the current top-level member's key token
+	valStart := 0     // where its value starts
 	i := skipWS(b, 0)
+	topObj := i < len(b) && b[i] == '{' && member != nil
 value:
 	if i >= len(b) {
 		return false
+	}
+	if depth == 1 && topObj {
+		valStart = i
 	}
 	switch c := b[i]; {
 	case c == '{' || c == '[':
@@ -61,8 +72,12 @@ value:
 			break
 		}
 		if obj {
+			k := i
 			if i = key(b, i); i < 0 {
 				return false
+			}
+			if depth == 1 && topObj {
+				keyTok = b[k:stringEnd(b, k)]
 			}
 		}
 		goto value
@@ -94,6 +109,9 @@ value:
 	}
 	// after a value
 	for {
+		if depth == 1 && topObj {
+			member(keyTok, b[valStart:i])
+		}
 		i = skipWS(b, i)
 		if depth == 0 {
 			return i == len(b)
@@ -107,8 +125,12 @@ value:
 		case ',':
 			i = skipWS(b, i+1)
 			if obj {
+				k := i
 				if i = key(b, i); i < 0 {
 					return false
+				}
+				if depth == 1 && topObj {
+					keyTok = b[k:stringEnd(b, k)]
 				}
 			}
 			goto value

@@ -89,3 +89,26 @@ func BenchmarkValidJSON(b *testing.B) {
 		})
 	}
 }
+
+// TestScanJSONSplitsLikeMembers: the members scanJSON reports for a valid
+// object are the ones members finds.
+func TestScanJSONSplitsLikeMembers(t *testing.T) {
+	for _, c := range append(validCases, string(cursorBody(8<<10)), `{"a":{"b":[1,{}]},"c" : "d" ,"e":[],"f":{},"a":null}`, `{"k\u0065y":1}`) {
+		b := []byte(c)
+		var got, want []string
+		ok := scanJSON(b, func(k, v []byte) {
+			s, _ := unquote(k)
+			got = append(got, s+"="+string(v))
+		})
+		if ok != slowValid(b) {
+			t.Fatalf("scanJSON(%.60q) = %v", c, ok)
+		}
+		if !ok || !isObject(b[skipWS(b, 0):]) {
+			continue
+		}
+		members(b, func(k []byte, v json.RawMessage) { want = append(want, string(k)+"="+string(v)) })
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("scanJSON(%.60q) members\n%q\nwant\n%q", c, got, want)
+		}
+	}
+}
