@@ -55,15 +55,33 @@ func (r *Request) BodyParts() (net.Buffers, int64, error) {
 // ReleaseClientBody lets the client's body be collected once the reasoning
 // cache has identified the request: it drops History (which references
 // the body) and, for a Chat body, copies the field values, which may
-// reference it. What remains references the body only where the body is
-// what is sent: the input items of a Responses-shaped body, and large
-// plain text messages of a Chat body (forwarded as they are).
+// reference it, and the large plain text messages that were forwarded as
+// the client sent them, unless they make up most of the body (then
+// keeping the body costs less than copying them). The input items of a
+// Responses-shaped body are the body's own bytes and stay as they are.
 func (r *Request) ReleaseClientBody() {
 	r.History = nil
+	aliased, size := r.aliased, r.clientSize
+	r.aliased, r.clientSize = nil, 0
 	if r.Shape != ShapeChat {
 		return
 	}
 	for i, f := range r.Fields {
 		r.Fields[i].Value = append(json.RawMessage(nil), f.Value...)
+	}
+	n := 0
+	for _, a := range aliased {
+		n += len(a)
+	}
+	if n == 0 || n > size/2 {
+		return
+	}
+	for i, it := range r.Input {
+		for _, a := range aliased {
+			if len(it) > 0 && len(it) == len(a) && &it[0] == &a[0] {
+				r.Input[i] = append(json.RawMessage(nil), it...)
+				break
+			}
+		}
 	}
 }

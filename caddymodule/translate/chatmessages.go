@@ -126,6 +126,7 @@ func (t *chatTranslator) message(i int, m json.RawMessage, cm *chatMessage) *api
 			// message (EasyInputMessage): a large one is sent as the
 			// client's own bytes rather than copied
 			t.req.Input = append(t.req.Input, m)
+			t.req.aliased = append(t.req.aliased, m)
 			break
 		}
 		aerr = t.inputMessage(l, role, cm.Content)

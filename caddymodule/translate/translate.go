@@ -45,6 +45,7 @@ func Translate(body []byte, cfg *Config) (*Request, *apierr.Error) {
 	}
 	alias := cfg.ResolveModel(model)
 	req := &Request{
+		clientSize:  len(body),
 		ClientModel: model,
 		Model:       alias.Model,
 		Eligible:    !alias.NoReasoning,
