@@ -20,7 +20,7 @@ var (
 // them, and its total length. Sending the parts (net.Buffers) spares the
 // relay one copy of a large request; bytes.Join(parts, nil) equals Body().
 func (r *Request) BodyParts() (net.Buffers, int64, error) {
-	parts := make(net.Buffers, 0, 2*len(r.Fields)+2*len(r.Input)+2)
+	parts := make(net.Buffers, 0, 3*len(r.Fields)+2*len(r.Input)+3) // key, value and comma per field
 	var n int64
 	add := func(p []byte) {
 		parts = append(parts, p)
