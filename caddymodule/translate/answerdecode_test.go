@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/jsonscan"
 )
 
 // sameDecode reports whether the fast answer decoders agree with
@@ -136,4 +138,100 @@ func FuzzUnquote(f *testing.F) {
 			t.Fatalf("unquote(%q) = %q, %v; reference %q, %v", raw, g, gok, w, wok)
 		}
 	})
+}
+
+// refDecodeEvent is decodeEvent as it was: json.Valid, then a member walk.
+func refDecodeEvent(data []byte, ev *streamEvent) error {
+	if !json.Valid(data) {
+		var v any
+		return json.Unmarshal(data, &v)
+	}
+	if !isObject(data[jsonscan.SkipSpace(data, 0):]) {
+		return errNotObject
+	}
+	var err error
+	members(data, func(k []byte, v json.RawMessage) {
+		switch string(k) {
+		case "type":
+			ev.Type = eventType(v)
+		case "output_index":
+			if !isNull(v) {
+				ev.HasIndex = true
+				if ev.OutputIndex, err = parseIndex(v, err); err != nil {
+					ev.HasIndex = false
+				}
+			}
+		case "content_index":
+			if !isNull(v) {
+				ev.ContentIndex, err = parseIndex(v, err)
+			}
+		case "item_id":
+			if isString(v) {
+				ev.ItemID = v[1 : len(v)-1]
+			}
+		case "delta":
+			ev.Delta = v
+		case "text":
+			ev.Text = v
+		case "refusal":
+			ev.Refusal = v
+		case "arguments":
+			ev.Arguments = v
+		case "input":
+			ev.Input = v
+		case "part":
+			ev.Part = v
+		case "item":
+			ev.Item = v
+		case "response":
+			ev.Response = v
+		case "error":
+			ev.Error = v
+		case "code":
+			ev.Code = v
+		case "message":
+			ev.Message = v
+		case "param":
+			ev.Param = v
+		}
+	})
+	return err
+}
+
+// sameEvent checks decodeEvent against refDecodeEvent on data.
+func sameEvent(t *testing.T, data []byte) {
+	t.Helper()
+	var got, want streamEvent
+	gerr, werr := decodeEvent(data, &got), refDecodeEvent(data, &want)
+	if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
+		t.Fatalf("decodeEvent(%q): error %v, reference %v", data, gerr, werr)
+	}
+	if gerr == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("decodeEvent(%q):\n got %+v\nwant %+v", data, got, want)
+	}
+}
+
+func TestDecodeEventMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	seeds := answerSeeds()
+	seeds = append(seeds, []byte(`{"type":"response.output_text.delta","output_index":1,"output_index":"x","content_index":2,"item_id":"m","delta":"\u00e9"}`),
+		[]byte("{\"typ\\u0065\":\"error\",\"code\":\"c\",\"message\":\"\xff\"}"), []byte(` [1] `), []byte(`{"output_index":-1}`))
+	for _, seed := range seeds {
+		sameEvent(t, seed)
+		b := seed
+		for range 100 {
+			b = mutate(r, b)
+			sameEvent(t, b)
+			if r.IntN(6) == 0 {
+				b = seed
+			}
+		}
+	}
+}
+
+func FuzzDecodeEvent(f *testing.F) {
+	for _, s := range answerSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { sameEvent(t, data) })
 }
