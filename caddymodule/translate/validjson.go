@@ -46,6 +46,16 @@ func scanJSON(b []byte, member func(key, val []byte)) bool {
 	valStart := 0     // where its value starts
 	i := skipWS(b, 0)
 	topObj := i < len(b) && b[i] == '{' && member != nil
+	k := 0 // where the current key starts
+	goto value
+member: // a key and its colon at i, then the value
+	k = i
+	if i = key(b, i); i < 0 {
+		return false
+	}
+	if depth == 1 && topObj {
+		keyTok = b[k:stringEnd(b, k)]
+	}
 value:
 	if i >= len(b) {
 		return false
@@ -72,13 +82,7 @@ value:
 			break
 		}
 		if obj {
-			k := i
-			if i = key(b, i); i < 0 {
-				return false
-			}
-			if depth == 1 && topObj {
-				keyTok = b[k:stringEnd(b, k)]
-			}
+			goto member
 		}
 		goto value
 	case c == '"':
@@ -125,13 +129,7 @@ value:
 		case ',':
 			i = skipWS(b, i+1)
 			if obj {
-				k := i
-				if i = key(b, i); i < 0 {
-					return false
-				}
-				if depth == 1 && topObj {
-					keyTok = b[k:stringEnd(b, k)]
-				}
+				goto member
 			}
 			goto value
 		case '}':
