@@ -21,7 +21,7 @@ func Secrets(b []byte, secrets ...string) ([]byte, int) {
 	for pass := 0; pass <= maxPasses; pass++ {
 		found := false
 		for _, s := range secrets {
-			if !scrubbable(s, pass) || !bytes.Contains(b, []byte(s)) {
+			if !scrubbable(s, pass) || !contains(b, s) {
 				continue
 			}
 			found = true
@@ -33,7 +33,7 @@ func Secrets(b []byte, secrets ...string) ([]byte, int) {
 		}
 	}
 	for _, s := range secrets {
-		if scrubbable(s, 1) && bytes.Contains(b, []byte(s)) {
+		if scrubbable(s, 1) && contains(b, s) {
 			return []byte(Marker), n + 1
 		}
 	}

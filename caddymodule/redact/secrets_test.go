@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"bytes"
 	"net/http"
 	"net/url"
 	"strings"
@@ -82,4 +83,31 @@ func TestSecretsLeavesShapedTokens(t *testing.T) {
 	if got, n := Secrets(plain, canaryKey); n != 0 || &got[0] != &plain[0] {
 		t.Fatal("an innocent text was copied")
 	}
+}
+
+// TestContainsMatchesBytesContains holds the probe search to
+// bytes.Contains on secrets at every position of a text, near misses and
+// short texts.
+func TestContainsMatchesBytesContains(t *testing.T) {
+	secrets := []string{"sk-proj-Abc123XyZ_Abc123XyZ_", "relay-token-q7q7q7q7", "aaaaaaaa", "ZZZZZZZZZZZZZZZZZZZZ", "0123456789", "k\x00\xffk\x00\xffk\x00"}
+	for _, s := range secrets {
+		for _, text := range []string{"", s, s[:len(s)-1], s[1:], "x" + s, s + "x", "pre " + s[:len(s)-1] + "! " + s + " post",
+			strings.Repeat(s[:len(s)/2], 5), strings.Repeat("a", 100) + s[len(s)/2:] + s,
+			strings.Repeat("x", probeMin) + s[:len(s)-1], strings.Repeat("x", probeMin) + s, s + strings.Repeat(s[1:], probeMin/len(s)+1)} {
+			if got, want := contains([]byte(text), s), strings.Contains(text, s); got != want {
+				t.Errorf("contains(%q, %q) = %v, want %v", text, s, got, want)
+			}
+		}
+	}
+}
+
+func FuzzContains(f *testing.F) {
+	f.Add([]byte("a sk-proj-Abc123XyZ_Abc123 b"), "sk-proj-Abc123XyZ_Abc123")
+	f.Add([]byte("aaaaaaaaaaaaaaaa"), "aaaaaaaa")
+	f.Add([]byte(strings.Repeat("Q7 ", probeMin)+"sk-Q7Q7Q7Q7"), "sk-Q7Q7Q7Q7")
+	f.Fuzz(func(t *testing.T, b []byte, s string) {
+		if got, want := contains(b, s), bytes.Contains(b, []byte(s)); got != want {
+			t.Fatalf("contains(%q, %q) = %v, want %v", b, s, got, want)
+		}
+	})
 }

@@ -6,18 +6,27 @@ import (
 	"net"
 )
 
+// Constant parts of every upstream body, shared by all requests and never
+// written to.
+var (
+	partOpen  = []byte{'{'}
+	partComma = []byte{','}
+	partInput = []byte(`"input":[`)
+	partClose = []byte{']', '}'}
+)
+
 // BodyParts returns the upstream Responses request JSON that Body encodes,
 // as a list of parts that reference Fields and Input instead of copying
 // them, and its total length. Sending the parts (net.Buffers) spares the
 // relay one copy of a large request; bytes.Join(parts, nil) equals Body().
 func (r *Request) BodyParts() (net.Buffers, int64, error) {
-	parts := make(net.Buffers, 0, 2*len(r.Fields)+2*len(r.Input)+2)
+	parts := make(net.Buffers, 0, 3*len(r.Fields)+2*len(r.Input)+3) // key, value and comma per field
 	var n int64
 	add := func(p []byte) {
 		parts = append(parts, p)
 		n += int64(len(p))
 	}
-	add([]byte{'{'})
+	add(partOpen)
 	for _, f := range r.Fields {
 		if f.Key == "input" {
 			return nil, 0, fmt.Errorf("translate: body: field %q duplicates the input items", f.Key)
@@ -27,34 +36,52 @@ func (r *Request) BodyParts() (net.Buffers, int64, error) {
 		}
 		add(append(appendString(nil, f.Key), ':'))
 		add(f.Value)
-		add([]byte{','})
+		add(partComma)
 	}
-	add([]byte(`"input":[`))
+	add(partInput)
 	for i, it := range r.Input {
 		if len(it) == 0 {
 			return nil, 0, fmt.Errorf("translate: body: input item %d is empty", i)
 		}
 		if i > 0 {
-			add([]byte{','})
+			add(partComma)
 		}
 		add(it)
 	}
-	add([]byte{']', '}'})
+	add(partClose)
 	return parts, n, nil
 }
 
 // ReleaseClientBody lets the client's body be collected once the reasoning
 // cache has identified the request: it drops History (which references
 // the body) and, for a Chat body, copies the field values, which may
-// reference it. What remains references the body only where the body is
-// what is sent: the input items of a Responses-shaped body, and large
-// plain text messages of a Chat body (forwarded as they are).
+// reference it, and the large plain text messages that were forwarded as
+// the client sent them, unless they make up most of the body (then
+// keeping the body costs less than copying them). The input items of a
+// Responses-shaped body are the body's own bytes and stay as they are.
 func (r *Request) ReleaseClientBody() {
 	r.History = nil
+	aliased, size := r.aliased, r.clientSize
+	r.aliased, r.clientSize = nil, 0
 	if r.Shape != ShapeChat {
 		return
 	}
 	for i, f := range r.Fields {
 		r.Fields[i].Value = append(json.RawMessage(nil), f.Value...)
+	}
+	n := 0
+	for _, a := range aliased {
+		n += len(a)
+	}
+	if n == 0 || n > size/2 {
+		return
+	}
+	for i, it := range r.Input {
+		for _, a := range aliased {
+			if len(it) > 0 && len(it) == len(a) && &it[0] == &a[0] {
+				r.Input[i] = append(json.RawMessage(nil), it...)
+				break
+			}
+		}
 	}
 }

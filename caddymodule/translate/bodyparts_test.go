@@ -62,3 +62,25 @@ func TestLargePlainMessageIsNotCopied(t *testing.T) {
 		t.Fatal("the large message was copied")
 	}
 }
+
+// TestReleaseCopiesSmallShareOfLargeMessages: when the large plain
+// messages forwarded as the client's bytes are a small part of the body,
+// ReleaseClientBody copies them, so that they no longer keep the whole
+// body alive.
+func TestReleaseCopiesSmallShareOfLargeMessages(t *testing.T) {
+	msg := `{"role":"user","content":"` + strings.Repeat("x", easyInputMin) + `"}`
+	other := `{"role":"assistant","content":"` + strings.Repeat("z", 3*easyInputMin) + `"}`
+	body := []byte(`{"model":"m","messages":[` + other + `,` + msg + `]}`)
+	treq, aerr := Translate(body, &Config{})
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	if len(treq.Input) != 2 || string(treq.Input[1]) != msg {
+		t.Fatalf("input %.80q", treq.Input)
+	}
+	treq.ReleaseClientBody()
+	body[bytes.Index(body, []byte("xxxx"))] = 'y'
+	if string(treq.Input[1]) != msg {
+		t.Fatal("the large message still shares the client body")
+	}
+}

@@ -2,28 +2,15 @@ package translate
 
 import (
 	"encoding/json"
-	"fmt"
-	"strconv"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
-	"github.com/reasoning-relay/caddy-reasoning-relay/internal/jsonscan"
 )
-
-// chatTranslator holds the state of one Chat body translation.
-type chatTranslator struct {
-	req         *Request
-	customTools map[string]bool // names of custom tools in this request
-	customCalls map[string]bool // call ids of custom tool calls seen in history
-}
 
 // translateChat translates a classic Chat Completions body field by field.
 func translateChat(req *Request, top map[string]json.RawMessage, fs fieldSet, alias Alias, cfg *Config) *apierr.Error {
 	t := &chatTranslator{req: req}
 	var p policy
-	var format json.RawMessage
-	var verbosity json.RawMessage
-	var maxCompletion, maxTokens json.RawMessage
-	var obfuscation json.RawMessage
+	var format, verbosity, maxCompletion, maxTokens, obfuscation json.RawMessage
 	for _, k := range sortedKeys(top) {
 		v := top[k]
 		if isNull(v) && k != "model" && k != "messages" {
@@ -33,22 +20,20 @@ func translateChat(req *Request, top map[string]json.RawMessage, fs fieldSet, al
 			}
 			continue
 		}
+		if c, ok := chatScalars[k]; ok && !c.ok(v) {
+			return invalidType(k, c.want)
+		}
 		switch k {
 		case "model", "messages":
 			// handled below
-		case "stream":
-			if !isBool(v) {
-				return invalidType(k, "a boolean")
-			}
-			req.Stream = string(v) == "true"
-			fs[k] = v
-		case "stream_options":
-			so, aerr := parseStreamOptions(v)
+		case "stream", "stream_options":
+			obf, aerr := streamField(req, fs, k, v)
 			if aerr != nil {
 				return aerr
 			}
-			req.IncludeUsage = so.includeUsage
-			obfuscation = so.obfuscation
+			if obf != nil {
+				obfuscation = obf
+			}
 		case "tools":
 			tools, aerr := t.tools(v)
 			if aerr != nil {
@@ -72,9 +57,6 @@ func translateChat(req *Request, top map[string]json.RawMessage, fs fieldSet, al
 			}
 			format = f
 		case "verbosity":
-			if !isString(v) {
-				return invalidType(k, "a string")
-			}
 			verbosity = v
 		case "reasoning_effort":
 			s, ok := unquote(v)
@@ -83,19 +65,10 @@ func translateChat(req *Request, top map[string]json.RawMessage, fs fieldSet, al
 			}
 			p.effort = s
 		case "max_completion_tokens":
-			if !isNumber(v) {
-				return invalidType(k, "an integer")
-			}
 			maxCompletion = v
 		case "max_tokens":
-			if !isNumber(v) {
-				return invalidType(k, "an integer")
-			}
 			maxTokens = v
 		case "store":
-			if !isBool(v) {
-				return invalidType(k, "a boolean")
-			}
 			p.store = v
 		case "n":
 			var n float64
@@ -106,9 +79,6 @@ func translateChat(req *Request, top map[string]json.RawMessage, fs fieldSet, al
 				return unsupportedValue(k, "Unsupported value: 'n' must be 1; this model returns a single choice.")
 			}
 		case "logprobs":
-			if !isBool(v) {
-				return invalidType(k, "a boolean")
-			}
 			if string(v) == "true" {
 				return unsupportedValue(k, "Unsupported value: 'logprobs' is not supported with this model.")
 			}
@@ -178,6 +148,43 @@ var chatFields = map[string]bool{
 	"prediction": true,
 }
 
+// scalarField is the type check of a scalar top-level Chat field.
+type scalarField struct {
+	ok   func(json.RawMessage) bool
+	want string // the expected type, as the error names it
+}
+
+// chatScalars are the scalar Chat fields whose type is checked before
+// their value is used.
+var chatScalars = map[string]scalarField{
+	"stream":                {isBool, "a boolean"},
+	"verbosity":             {isString, "a string"},
+	"max_completion_tokens": {isNumber, "an integer"},
+	"max_tokens":            {isNumber, "an integer"},
+	"store":                 {isBool, "a boolean"},
+	"logprobs":              {isBool, "a boolean"},
+}
+
+// streamField handles stream and stream_options, which both request shapes
+// read the same way, and returns stream_options.include_obfuscation when
+// it was set.
+func streamField(req *Request, fs fieldSet, k string, v json.RawMessage) (json.RawMessage, *apierr.Error) {
+	if k == "stream" {
+		if !isBool(v) {
+			return nil, invalidType(k, "a boolean")
+		}
+		req.Stream = string(v) == "true"
+		fs[k] = v
+		return nil, nil
+	}
+	so, aerr := parseStreamOptions(v)
+	if aerr != nil {
+		return nil, aerr
+	}
+	req.IncludeUsage = so.includeUsage
+	return so.obfuscation, nil
+}
+
 // streamOptions is the decoded stream_options object.
 type streamOptions struct {
 	includeUsage bool
@@ -206,552 +213,4 @@ func parseStreamOptions(v json.RawMessage) (streamOptions, *apierr.Error) {
 		out.obfuscation = so.IncludeObfuscation
 	}
 	return out, nil
-}
-
-// chatMessage is one Chat message; unknown members (name, audio, ...) are ignored.
-type chatMessage struct {
-	Role       json.RawMessage
-	Content    json.RawMessage
-	Refusal    json.RawMessage
-	ToolCalls  json.RawMessage
-	ToolCallID json.RawMessage
-	// FunctionCall is the deprecated single call of an assistant message.
-	FunctionCall json.RawMessage
-	// Unknown is the first member that is not a Chat message field.
-	Unknown string
-	// Members counts the message's members.
-	Members int
-}
-
-// easyInputMin is the size from which a plain text message is forwarded
-// as the client sent it instead of being rewritten as a typed item.
-const easyInputMin = 64 << 10
-
-func (t *chatTranslator) messages(raw json.RawMessage) *apierr.Error {
-	if isNull(raw) {
-		return missing("messages")
-	}
-	msgs, ok := jsonscan.SplitArray(raw)
-	if !ok {
-		return invalidType("messages", "an array")
-	}
-	if len(msgs) == 0 {
-		return invalidValue("messages", "Invalid 'messages': empty array. Expected an array with minimum length 1.")
-	}
-	req := t.req
-	req.History = make([]Message, 0, len(msgs))
-	req.Input = make([]json.RawMessage, 0, len(msgs)+len(msgs)/2)
-	for i, m := range msgs {
-		l := loc{i: i, j: -1}
-		if !isObject(m) {
-			return invalidType(l.String(), "an object")
-		}
-		cm := decodeMessage(m)
-		if cm.Unknown != "" {
-			return unknownParam(l.at("." + cm.Unknown))
-		}
-		role, ok := unquote(cm.Role)
-		if !ok {
-			if isNull(cm.Role) {
-				return missing(l.at(".role"))
-			}
-			return invalidType(l.at(".role"), "a string")
-		}
-		from := len(req.Input)
-		var aerr *apierr.Error
-		switch role {
-		case "system", "developer", "user":
-			if cm.Members == 2 && isString(cm.Content) && len(cm.Content) >= easyInputMin {
-				// {"role":…,"content":"…"} is already a Responses input
-				// message (EasyInputMessage): a large one is sent as the
-				// client's own bytes rather than copied
-				req.Input = append(req.Input, m)
-				break
-			}
-			aerr = t.inputMessage(l, role, cm.Content)
-		case "assistant":
-			aerr = t.assistant(l, &cm)
-		case "tool":
-			aerr = t.toolResult(l, &cm)
-		case "function":
-			aerr = unsupportedValue(l.at(".role"),
-				"Unsupported value: role 'function' is deprecated and not supported; use tool messages.")
-		default:
-			aerr = invalidValue(l.at(".role"), fmt.Sprintf("Invalid value for '%s.role': unknown role.", l.String()))
-		}
-		if aerr != nil {
-			return aerr
-		}
-		req.History = append(req.History, Message{Raw: m, Role: role, Items: [2]int{from, len(req.Input)}})
-	}
-	return nil
-}
-
-// loc is the location of a message, content part or tool call in the
-// request, formatted only when an error names it: "messages[i]" plus, when
-// j >= 0, sub and "[j]" (e.g. "messages[3].content[1]").
-type loc struct {
-	i   int
-	sub string
-	j   int
-}
-
-// String formats l.
-func (l loc) String() string {
-	s := "messages[" + strconv.Itoa(l.i) + "]"
-	if l.j >= 0 {
-		s += l.sub + "[" + strconv.Itoa(l.j) + "]"
-	}
-	return s
-}
-
-// at formats l followed by suffix.
-func (l loc) at(suffix string) string { return l.String() + suffix }
-
-// chatPart is one content part of a Chat message.
-type chatPart struct {
-	Type     string
-	Text     json.RawMessage
-	Refusal  json.RawMessage
-	ImageURL json.RawMessage
-	File     json.RawMessage
-	Unknown  string // the first member that is not a Chat content part field
-}
-
-func parseParts(l loc, content json.RawMessage) ([]json.RawMessage, *apierr.Error) {
-	parts, ok := jsonscan.SplitArray(content)
-	if !ok {
-		return nil, invalidType(l.at(".content"), "a string or an array of content parts")
-	}
-	return parts, nil
-}
-
-func decodeMessage(raw json.RawMessage) chatMessage {
-	var cm chatMessage
-	members(raw, func(k []byte, v json.RawMessage) {
-		cm.Members++
-		switch string(k) {
-		case "role":
-			cm.Role = v
-		case "content":
-			cm.Content = v
-		case "refusal":
-			cm.Refusal = v
-		case "tool_calls":
-			cm.ToolCalls = v
-		case "tool_call_id":
-			cm.ToolCallID = v
-		case "function_call":
-			cm.FunctionCall = v
-		case "name", "audio", "annotations":
-			// documented message fields the Responses API has no place
-			// for; accepted and not forwarded
-		default:
-			if cm.Unknown == "" {
-				cm.Unknown = string(k)
-			}
-		}
-	})
-	return cm
-}
-
-func decodePart(l loc, raw json.RawMessage) (chatPart, *apierr.Error) {
-	var p chatPart
-	if !isObject(raw) {
-		return p, invalidType(l.String(), "a content part object")
-	}
-	members(raw, func(k []byte, v json.RawMessage) {
-		switch string(k) {
-		case "type":
-			p.Type = typeName(v)
-		case "text":
-			p.Text = v
-		case "refusal":
-			p.Refusal = v
-		case "image_url":
-			p.ImageURL = v
-		case "file":
-			p.File = v
-		case "input_audio":
-		default:
-			if p.Unknown == "" {
-				p.Unknown = string(k)
-			}
-		}
-	})
-	// Responses-style parts are forwarded as they are: the upstream
-	// checks their members
-	if p.Unknown != "" && p.Type != "input_text" && p.Type != "input_image" && p.Type != "input_file" {
-		return p, unknownParam(l.at("." + p.Unknown))
-	}
-	return p, nil
-}
-
-// inputMessage translates a system, developer or user message.
-func (t *chatTranslator) inputMessage(l loc, role string, content json.RawMessage) *apierr.Error {
-	if isNull(content) {
-		return missing(l.at(".content"))
-	}
-	b := make([]byte, 0, len(content)+64)
-	b = append(b, `{"type":"message","role":`...)
-	b = appendString(b, role)
-	b = append(b, `,"content":`...)
-	if isString(content) {
-		b = append(b, content...)
-		t.req.Input = append(t.req.Input, append(b, '}'))
-		return nil
-	}
-	parts, aerr := parseParts(l, content)
-	if aerr != nil {
-		return aerr
-	}
-	b = append(b, '[')
-	for j, raw := range parts {
-		pl := loc{i: l.i, sub: ".content", j: j}
-		p, aerr := decodePart(pl, raw)
-		if aerr != nil {
-			return aerr
-		}
-		if j > 0 {
-			b = append(b, ',')
-		}
-		switch {
-		case p.Type == "text":
-			if !isString(p.Text) {
-				return invalidType(pl.at(".text"), "a string")
-			}
-			b = append(b, `{"type":"input_text","text":`...)
-			b = append(b, p.Text...)
-			b = append(b, '}')
-		case p.Type == "image_url" && role == "user":
-			b, aerr = appendImage(b, pl, p.ImageURL)
-		case p.Type == "file" && role == "user":
-			b, aerr = appendFile(b, pl, p.File)
-		case p.Type == "input_audio" && role == "user":
-			return unsupportedValue(pl.String(), "Unsupported content part: 'input_audio' is not supported by this model.")
-		case (p.Type == "input_text" || p.Type == "input_image" || p.Type == "input_file") && role == "user":
-			// Responses-style part inside a Chat body: already in upstream form.
-			b = append(b, raw...)
-		default:
-			return invalidValue(pl.at(".type"), fmt.Sprintf("Invalid content part type for a %s message.", role))
-		}
-		if aerr != nil {
-			return aerr
-		}
-	}
-	b = append(b, ']', '}')
-	t.req.Input = append(t.req.Input, b)
-	return nil
-}
-
-func appendImage(b []byte, l loc, raw json.RawMessage) ([]byte, *apierr.Error) {
-	var url, detail json.RawMessage
-	switch {
-	case isString(raw):
-		url = raw
-	case isObject(raw):
-		members(raw, func(k []byte, v json.RawMessage) {
-			switch string(k) {
-			case "url":
-				url = v
-			case "detail":
-				detail = v
-			}
-		})
-	default:
-		return b, missing(l.at(".image_url"))
-	}
-	if !isString(url) {
-		return b, missing(l.at(".image_url.url"))
-	}
-	if isNull(detail) {
-		detail = json.RawMessage(`"auto"`)
-	} else if !isString(detail) {
-		return b, invalidType(l.at(".image_url.detail"), "a string")
-	}
-	b = append(b, `{"type":"input_image","image_url":`...)
-	b = append(b, url...)
-	b = append(b, `,"detail":`...)
-	b = append(b, detail...)
-	return append(b, '}'), nil
-}
-
-func appendFile(b []byte, l loc, raw json.RawMessage) ([]byte, *apierr.Error) {
-	if !isObject(raw) {
-		return b, invalidType(l.at(".file"), "an object")
-	}
-	var f struct{ FileData, FileID, Filename json.RawMessage }
-	members(raw, func(k []byte, v json.RawMessage) {
-		switch string(k) {
-		case "file_data":
-			f.FileData = v
-		case "file_id":
-			f.FileID = v
-		case "filename":
-			f.Filename = v
-		}
-	})
-	b = append(b, `{"type":"input_file"`...)
-	for _, kv := range [...]struct {
-		k string
-		v json.RawMessage
-	}{{"file_data", f.FileData}, {"file_id", f.FileID}, {"filename", f.Filename}} {
-		if isNull(kv.v) {
-			continue
-		}
-		if !isString(kv.v) {
-			return b, invalidType(l.at(".file."+kv.k), "a string")
-		}
-		b = append(b, ',')
-		b = appendString(b, kv.k)
-		b = append(b, ':')
-		b = append(b, kv.v...)
-	}
-	return append(b, '}'), nil
-}
-
-// assistant translates an assistant message into an optional message item
-// followed by its tool calls.
-func (t *chatTranslator) assistant(l loc, cm *chatMessage) *apierr.Error {
-	if !isNull(cm.FunctionCall) {
-		return unsupportedParam(l.at(".function_call"), "is deprecated and not supported; use tool_calls")
-	}
-	var parts []byte // comma-separated output content parts
-	addPart := func(kind string, val json.RawMessage) {
-		if len(parts) > 0 {
-			parts = append(parts, ',')
-		}
-		if kind == "refusal" {
-			parts = append(parts, `{"type":"refusal","refusal":`...)
-			parts = append(parts, val...)
-			parts = append(parts, '}')
-			return
-		}
-		parts = append(parts, `{"type":"output_text","text":`...)
-		parts = append(parts, val...)
-		parts = append(parts, `,"annotations":[]}`...)
-	}
-	switch {
-	case isNull(cm.Content):
-	case isString(cm.Content):
-		if string(cm.Content) != `""` {
-			addPart("text", cm.Content)
-		}
-	default:
-		list, aerr := parseParts(l, cm.Content)
-		if aerr != nil {
-			return aerr
-		}
-		for j, raw := range list {
-			pl := loc{i: l.i, sub: ".content", j: j}
-			p, aerr := decodePart(pl, raw)
-			if aerr != nil {
-				return aerr
-			}
-			switch p.Type {
-			case "text", "output_text":
-				if !isString(p.Text) {
-					return invalidType(pl.at(".text"), "a string")
-				}
-				addPart("text", p.Text)
-			case "refusal":
-				if !isString(p.Refusal) {
-					return invalidType(pl.at(".refusal"), "a string")
-				}
-				addPart("refusal", p.Refusal)
-			default:
-				return invalidValue(pl.at(".type"), "Invalid content part type for an assistant message.")
-			}
-		}
-	}
-	// an empty refusal is no refusal: SDK accumulators echo "refusal":""
-	if !isNull(cm.Refusal) && string(cm.Refusal) != `""` {
-		if !isString(cm.Refusal) {
-			return invalidType(l.at(".refusal"), "a string")
-		}
-		addPart("refusal", cm.Refusal)
-	}
-	var calls []json.RawMessage
-	if !isNull(cm.ToolCalls) {
-		var ok bool
-		if calls, ok = jsonscan.SplitArray(cm.ToolCalls); !ok {
-			return invalidType(l.at(".tool_calls"), "an array")
-		}
-	}
-	if len(parts) > 0 || len(calls) == 0 {
-		if len(parts) == 0 {
-			addPart("text", json.RawMessage(`""`))
-		}
-		b := make([]byte, 0, len(parts)+64)
-		b = append(b, `{"type":"message","role":"assistant","content":[`...)
-		b = append(b, parts...)
-		b = append(b, ']', '}')
-		t.req.Input = append(t.req.Input, b)
-	}
-	for k, raw := range calls {
-		item, aerr := t.toolCall(loc{i: l.i, sub: ".tool_calls", j: k}, raw)
-		if aerr != nil {
-			return aerr
-		}
-		t.req.Input = append(t.req.Input, item)
-	}
-	return nil
-}
-
-// chatToolCall is one assistant tool call in Chat form.
-type chatToolCall struct {
-	ID       json.RawMessage
-	Type     string
-	Function *callBody // {name, arguments}
-	Custom   *callBody // {name, input}
-}
-
-// callBody is the function or custom object of a tool call.
-type callBody struct {
-	Name      json.RawMessage
-	Arguments json.RawMessage
-	Input     json.RawMessage
-}
-
-func decodeCallBody(raw json.RawMessage) *callBody {
-	if !isObject(raw) {
-		return nil
-	}
-	var c callBody
-	members(raw, func(k []byte, v json.RawMessage) {
-		switch string(k) {
-		case "name":
-			c.Name = v
-		case "arguments":
-			c.Arguments = v
-		case "input":
-			c.Input = v
-		}
-	})
-	return &c
-}
-
-func (t *chatTranslator) toolCall(l loc, raw json.RawMessage) (json.RawMessage, *apierr.Error) {
-	if !isObject(raw) {
-		return nil, invalidType(l.String(), "a tool call object")
-	}
-	var tc chatToolCall
-	members(raw, func(k []byte, v json.RawMessage) {
-		switch string(k) {
-		case "id":
-			tc.ID = v
-		case "type":
-			tc.Type = typeName(v)
-		case "function":
-			tc.Function = decodeCallBody(v)
-		case "custom":
-			tc.Custom = decodeCallBody(v)
-		}
-	})
-	id, ok := unquote(tc.ID)
-	if !ok || id == "" {
-		return nil, missing(l.at(".id"))
-	}
-	var name, payload json.RawMessage
-	var payloadParam string
-	custom := false
-	switch {
-	case (tc.Type == "function" || tc.Type == "") && tc.Function != nil:
-		name, payload, payloadParam = tc.Function.Name, tc.Function.Arguments, ".function.arguments"
-		if n, ok := unquote(name); ok && t.customTools[n] {
-			// A custom call we returned to Cursor as a function call.
-			custom = true
-		}
-		if !isString(name) {
-			return nil, missing(l.at(".function.name"))
-		}
-		if n, _ := unquote(name); n == "" {
-			return nil, emptyName(l.at(".function.name"))
-		}
-	case tc.Type == "custom" && tc.Custom != nil:
-		name, payload, payloadParam = tc.Custom.Name, tc.Custom.Input, ".custom.input"
-		custom = true
-		if !isString(name) {
-			return nil, missing(l.at(".custom.name"))
-		}
-		if n, _ := unquote(name); n == "" {
-			return nil, emptyName(l.at(".custom.name"))
-		}
-	default:
-		return nil, invalidValue(l.at(".type"), "Invalid tool call: expected type 'function' or 'custom' with its object.")
-	}
-	if isNull(payload) {
-		payload = json.RawMessage(`""`)
-	} else if !isString(payload) {
-		return nil, invalidType(l.at(payloadParam), "a string")
-	}
-	b := make([]byte, 0, len(payload)+len(name)+len(tc.ID)+64)
-	if custom {
-		if t.customCalls == nil {
-			t.customCalls = make(map[string]bool)
-		}
-		t.customCalls[id] = true
-		b = append(b, `{"type":"custom_tool_call","call_id":`...)
-	} else {
-		b = append(b, `{"type":"function_call","call_id":`...)
-	}
-	b = append(b, tc.ID...)
-	b = append(b, `,"name":`...)
-	b = append(b, name...)
-	if custom {
-		b = append(b, `,"input":`...)
-	} else {
-		b = append(b, `,"arguments":`...)
-	}
-	b = append(b, payload...)
-	return append(b, '}'), nil
-}
-
-// toolResult translates a tool message into a function_call_output or
-// custom_tool_call_output item.
-func (t *chatTranslator) toolResult(l loc, cm *chatMessage) *apierr.Error {
-	id, ok := unquote(cm.ToolCallID)
-	if !ok || id == "" {
-		return missing(l.at(".tool_call_id"))
-	}
-	var output json.RawMessage
-	switch {
-	case isNull(cm.Content):
-		output = json.RawMessage(`""`)
-	case isString(cm.Content):
-		output = cm.Content
-	default:
-		list, aerr := parseParts(l, cm.Content)
-		if aerr != nil {
-			return aerr
-		}
-		var joined []byte
-		for j, raw := range list {
-			pl := loc{i: l.i, sub: ".content", j: j}
-			p, aerr := decodePart(pl, raw)
-			if aerr != nil {
-				return aerr
-			}
-			if p.Type != "text" && p.Type != "input_text" {
-				return invalidValue(pl.at(".type"), "Invalid content part type for a tool message: only text parts are supported.")
-			}
-			s, ok := unquote(p.Text)
-			if !ok {
-				return invalidType(pl.at(".text"), "a string")
-			}
-			joined = append(joined, s...)
-		}
-		output = appendString(nil, string(joined))
-	}
-	b := make([]byte, 0, len(output)+len(cm.ToolCallID)+64)
-	if t.customCalls[id] {
-		b = append(b, `{"type":"custom_tool_call_output","call_id":`...)
-	} else {
-		b = append(b, `{"type":"function_call_output","call_id":`...)
-	}
-	b = append(b, cm.ToolCallID...)
-	b = append(b, `,"output":`...)
-	b = append(b, output...)
-	t.req.Input = append(t.req.Input, append(b, '}'))
-	return nil
 }

@@ -8,41 +8,22 @@ import (
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/jsonscan"
 )
 
-// chatTool is a tool definition in either the nested Chat form or the flat
-// Responses form.
-type chatTool struct {
-	Type     string
-	Function json.RawMessage
-	Custom   json.RawMessage
-	Name     json.RawMessage
-}
+// toolKeys are the members of a tool definition in either the nested Chat
+// form or the flat Responses form.
+var toolKeys = []string{"type", "function", "custom", "name"}
+
+// toolDefKeys are the members of a function or custom tool definition.
+var toolDefKeys = []string{"name", "description", "parameters", "strict", "format"}
 
 // toolDef holds the members of a function or custom tool definition.
 type toolDef struct {
-	Name        json.RawMessage
-	Description json.RawMessage
-	Parameters  json.RawMessage
-	Strict      json.RawMessage
-	Format      json.RawMessage
+	Name, Description, Parameters, Strict, Format json.RawMessage
 }
 
 func decodeToolDef(raw json.RawMessage) toolDef {
-	var d toolDef
-	members(raw, func(k []byte, v json.RawMessage) {
-		switch string(k) {
-		case "name":
-			d.Name = v
-		case "description":
-			d.Description = v
-		case "parameters":
-			d.Parameters = v
-		case "strict":
-			d.Strict = v
-		case "format":
-			d.Format = v
-		}
-	})
-	return d
+	var v [5]json.RawMessage
+	pick(raw, toolDefKeys, v[:])
+	return toolDef{Name: v[0], Description: v[1], Parameters: v[2], Strict: v[3], Format: v[4]}
 }
 
 // tools flattens Chat tool definitions and records the custom tool names.
@@ -58,39 +39,29 @@ func (t *chatTranslator) tools(raw json.RawMessage) (json.RawMessage, *apierr.Er
 		if !isObject(item) {
 			return nil, invalidType(param, "an object")
 		}
-		var ct chatTool
-		members(item, func(k []byte, v json.RawMessage) {
-			switch string(k) {
-			case "type":
-				ct.Type = typeName(v)
-			case "function":
-				ct.Function = v
-			case "custom":
-				ct.Custom = v
-			case "name":
-				ct.Name = v
-			}
-		})
+		var v [4]json.RawMessage
+		pick(item, toolKeys, v[:])
+		typ, function, custom, name := typeName(v[0]), v[1], v[2], v[3]
 		if i > 0 {
 			b = append(b, ',')
 		}
 		var aerr *apierr.Error
 		switch {
-		case ct.Type == "function" && !isNull(ct.Function):
-			b, aerr = appendFunctionTool(b, param+".function", ct.Function)
-		case ct.Type == "function" && !isNull(ct.Name):
+		case typ == "function" && !isNull(function):
+			b, aerr = appendFunctionTool(b, param+".function", function)
+		case typ == "function" && !isNull(name):
 			b, aerr = appendFunctionTool(b, param, item)
-		case ct.Type == "custom" && !isNull(ct.Custom):
-			var name string
-			b, name, aerr = appendCustomTool(b, param+".custom", ct.Custom)
-			t.addCustom(name)
-		case ct.Type == "custom" && !isNull(ct.Name):
+		case typ == "custom" && !isNull(custom):
+			var n string
+			b, n, aerr = appendCustomTool(b, param+".custom", custom)
+			t.addCustom(n)
+		case typ == "custom" && !isNull(name):
 			// Flat Responses-style custom tool (Cursor Ask mode): as is.
-			name, ok := unquote(ct.Name)
+			n, ok := unquote(name)
 			if !ok {
 				return nil, invalidType(param+".name", "a string")
 			}
-			t.addCustom(name)
+			t.addCustom(n)
 			b = append(b, item...)
 		default:
 			return nil, invalidValue(param+".type",

@@ -71,7 +71,7 @@ func chatID(respID, fallback string) string {
 // incomplete or failed, or a body that is not a Responses object, is a 502.
 func ConvertCompletion(body []byte, opts ChatOptions) (*Completion, *apierr.Error) {
 	var r upstreamResponse
-	if err := json.Unmarshal(body, &r); err != nil {
+	if err := decodeResponse(body, &r, false); err != nil {
 		return nil, badUpstream("The upstream answer is not a valid Responses object.")
 	}
 	if (r.Object != "" && r.Object != "response") || r.Status == "" {
@@ -89,7 +89,7 @@ func ConvertCompletion(body []byte, opts ChatOptions) (*Completion, *apierr.Erro
 	hasText, hasRefusal := false, false
 	for _, raw := range r.Output {
 		var it outputItem
-		if err := json.Unmarshal(raw, &it); err != nil {
+		if err := decodeItem(raw, &it, true); err != nil {
 			return nil, badUpstream("The upstream answer has a malformed output item.")
 		}
 		switch {

@@ -16,16 +16,15 @@ var (
 
 // decodeEvent validates data and fills ev from its members without
 // reflection; values stay raw tokens until a handler needs them.
+// Validation is as json.Valid's: a string that is not valid UTF-8 is
+// accepted (and decoded with replacement characters).
 func decodeEvent(data []byte, ev *streamEvent) error {
-	if !json.Valid(data) {
-		var v any
-		return json.Unmarshal(data, &v)
-	}
-	if !isObject(data[jsonscan.SkipSpace(data, 0):]) {
-		return errNotObject
-	}
+	// one pass validates the event and reports its members; json.Valid
+	// only runs for what that refuses (invalid UTF-8 inside strings,
+	// which json.Valid accepts, or invalid JSON, which the decoder then
+	// describes)
 	var err error
-	members(data, func(k []byte, v json.RawMessage) {
+	member := func(k []byte, v json.RawMessage) {
 		switch string(k) {
 		case "type":
 			ev.Type = eventType(v)
@@ -69,7 +68,28 @@ func decodeEvent(data []byte, ev *streamEvent) error {
 		case "param":
 			ev.Param = v
 		}
-	})
+	}
+	if scanJSON(data, func(k, v []byte) {
+		if bytes.IndexByte(k, '\\') < 0 {
+			member(k[1:len(k)-1], v)
+		} else if s, ok := unquote(k); ok {
+			member([]byte(s), v)
+		}
+	}) {
+		if !isObject(data[jsonscan.SkipSpace(data, 0):]) {
+			return errNotObject
+		}
+		return err
+	}
+	if !json.Valid(data) {
+		var v any
+		return json.Unmarshal(data, &v)
+	}
+	if !isObject(data[jsonscan.SkipSpace(data, 0):]) {
+		return errNotObject
+	}
+	*ev, err = streamEvent{}, nil // the failed pass may have set members
+	members(data, member)
 	return err
 }
 
@@ -131,8 +151,8 @@ func decodeToken(raw json.RawMessage) (text []byte, tok json.RawMessage, ok bool
 	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 		return inner, raw, true
 	}
-	s, ok := unquote(raw)
-	return []byte(s), nil, ok
+	text, ok = appendUnquoted(make([]byte, 0, len(inner)), raw)
+	return text, nil, ok
 }
 
 // appendToken appends text as a JSON string, copying tok when given.

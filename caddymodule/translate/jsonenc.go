@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"bytes"
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
@@ -83,24 +82,6 @@ func isBool(raw json.RawMessage) bool { return string(raw) == "true" || string(r
 // isNumber reports whether raw is a JSON number.
 func isNumber(raw json.RawMessage) bool {
 	return len(raw) > 0 && (raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'))
-}
-
-// unquote decodes a JSON string token.
-func unquote(raw json.RawMessage) (string, bool) {
-	if !isString(raw) {
-		return "", false
-	}
-	if bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 {
-		s := string(raw[1 : len(raw)-1])
-		if utf8.ValidString(s) {
-			return s, true
-		}
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", false
-	}
-	return s, true
 }
 
 // objectWriter builds a JSON object with keys in the order they are added.

@@ -63,6 +63,9 @@ type Request struct {
 	History []Message
 
 	callerStore, callerInclude json.RawMessage // explicit caller values an eligible request overrode
+
+	aliased    []json.RawMessage // Chat input items that are bytes of the client body
+	clientSize int               // the client body's size, for ReleaseClientBody
 }
 
 // KeepCallerStorage puts the caller's explicit store and include values

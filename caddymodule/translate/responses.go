@@ -29,18 +29,11 @@ func translateResponses(req *Request, top map[string]json.RawMessage, fs fieldSe
 		}
 		switch k {
 		case "model", "input":
-		case "stream":
-			if !isBool(v) {
-				return invalidType(k, "a boolean")
-			}
-			req.Stream = string(v) == "true"
-			fs[k] = v
-		case "stream_options":
-			so, aerr := parseStreamOptions(v)
-			if aerr != nil {
+		case "stream", "stream_options":
+			// stream_options is consumed: include_obfuscation is dropped
+			if _, aerr := streamField(req, fs, k, v); aerr != nil {
 				return aerr
 			}
-			req.IncludeUsage = so.includeUsage
 		case "reasoning":
 			var r struct {
 				Effort  json.RawMessage `json:"effort"`
@@ -87,6 +80,9 @@ func translateResponses(req *Request, top map[string]json.RawMessage, fs fieldSe
 	return applyPolicy(req, alias, cfg, p, fs)
 }
 
+// inputItemKeys are the members of an input item that classify it.
+var inputItemKeys = []string{"type", "role"}
+
 // inputItem holds the members of an input item that classify it.
 type inputItem struct {
 	Type string
@@ -122,15 +118,9 @@ func responsesInput(req *Request, raw json.RawMessage) *apierr.Error {
 		if !isObject(it) {
 			return invalidType(fmt.Sprintf("input[%d]", i), "an input item object")
 		}
-		var ii inputItem
-		members(it, func(k []byte, v json.RawMessage) {
-			switch string(k) {
-			case "type":
-				ii.Type = typeName(v)
-			case "role":
-				ii.Role = typeName(v)
-			}
-		})
+		var v [2]json.RawMessage
+		pick(it, inputItemKeys, v[:])
+		ii := inputItem{Type: typeName(v[0]), Role: typeName(v[1])}
 		req.History[i] = Message{Raw: it, Role: itemRole(ii), Items: [2]int{i, i + 1}}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -18,14 +19,24 @@ import (
 // and History.Raw may share memory with body, which the caller must not
 // modify afterwards.
 func Translate(body []byte, cfg *Config) (*Request, *apierr.Error) {
-	if aerr := CheckJSON(body); aerr != nil {
-		return nil, aerr
+	// one pass validates the body and splits its top-level members
+	top := make(map[string]json.RawMessage, 16)
+	valid := !bytes.HasPrefix(body, utf8BOM) && scanJSON(body, func(k, v []byte) {
+		if bytes.IndexByte(k, '\\') < 0 {
+			top[string(k[1:len(k)-1])] = v
+		} else if s, ok := unquote(k); ok {
+			top[s] = v
+		}
+	})
+	if !valid {
+		if aerr := CheckJSON(body); aerr != nil {
+			return nil, aerr
+		}
+		return nil, apierr.InvalidRequest("", "", "We could not parse the JSON body of your request.")
 	}
 	if !isObject(body[jsonscan.SkipSpace(body, 0):]) {
 		return nil, apierr.InvalidRequest("", "", "The request body must be a JSON object.")
 	}
-	top := make(map[string]json.RawMessage, 16)
-	members(body, func(k []byte, v json.RawMessage) { top[string(k)] = v })
 	hasMessages := !isNull(top["messages"])
 	_, hasInput := top["input"]
 	model, aerr := parseModel(top["model"])
@@ -34,6 +45,7 @@ func Translate(body []byte, cfg *Config) (*Request, *apierr.Error) {
 	}
 	alias := cfg.ResolveModel(model)
 	req := &Request{
+		clientSize:  len(body),
 		ClientModel: model,
 		Model:       alias.Model,
 		Eligible:    !alias.NoReasoning,
