@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/transport"
 )
 
 // Admission of a model request (chat or responses), in the order admit

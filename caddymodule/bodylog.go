@@ -10,8 +10,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/translate"
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/translate"
 )
 
 // Body logging (log_bodies) records four phases of every model request, at

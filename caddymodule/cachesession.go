@@ -12,8 +12,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/translate"
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/translate"
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache"
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/canonical"
 )

@@ -8,9 +8,9 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/translate"
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/translate"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/transport"
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache"
 )
 

@@ -12,8 +12,8 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/redact"
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bundle"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/redact"
 )
 
 // cliCommands build the children of `caddy reasoning-relay`: replay here,

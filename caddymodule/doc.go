@@ -2,9 +2,9 @@
 // http.handlers.reasoning_relay (Caddyfile directive reasoning_relay) and
 // its Caddyfile parsing, the reasoning_cache app that owns the ledger, the
 // admin API routes under /reasoning_cache/ and the `caddy reasoning-relay`
-// CLI commands. It is thin: the work is done by the packages below it
-// (translate, transport, redact), by internal/bodylog and internal/bundle
-// (body logging and replay bundles) and by reasoningcache. chat.go holds
+// CLI commands. It is thin: the work is done by the Caddy-free packages
+// under internal/ (translate, transport, redact, bodylog for body logging,
+// bundle for replay bundles, apierr) and by the engine, reasoningcache. chat.go holds
 // the relay's central sequence (serveChat); its steps live in files named
 // after them: admit.go (authenticate, read the body), cachesession.go
 // (the engine's Prepare, Complete and the session's end), upstream.go

@@ -11,10 +11,10 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/translate"
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/translate"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/transport"
 )
 
 func init() {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/translate"
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/translate"
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache"
 )
 

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"sort"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/translate"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/translate"
 )
 
 // provisionModels builds the translator's alias table and the list that

@@ -6,9 +6,9 @@ import (
 	"net"
 	"time"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/translate"
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/translate"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/transport"
 )
 
 // serveResponses forwards POST …/responses to the upstream as is, under the

@@ -15,7 +15,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/redact"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/redact"
 )
 
 // Meta is what a caller knows about a phase when it begins.

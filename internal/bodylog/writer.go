@@ -13,7 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/redact"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/redact"
 )
 
 // Options configure a Writer.

@@ -11,8 +11,8 @@ import (
 	"net/http"
 	"unicode/utf8"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/redact"
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/redact"
 )
 
 // BundleFormat identifies a replay bundle.

@@ -16,8 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/redact"
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/redact"
 )
 
 // ComparisonFormat identifies a comparison document.

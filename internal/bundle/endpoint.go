@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/redact"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/redact"
 )
 
 // TrustedEndpoint is the one endpoint a replay may be sent to without

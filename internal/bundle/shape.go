@@ -8,8 +8,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/transport"
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bodylog"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/transport"
 )
 
 // Bounds of a JSON shape.

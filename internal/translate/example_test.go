@@ -3,7 +3,7 @@ package translate_test
 import (
 	"fmt"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/translate"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/translate"
 )
 
 // A Chat body from Cursor becomes a Responses request for the alias's model.

@@ -93,7 +93,7 @@ func answerEvents() [][2]string {
 	msg := fmt.Sprintf(`{"id":"msg_1","type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":%s,"annotations":[],"logprobs":[]}]}`, tq)
 	ev("response.output_item.done", `"output_index":1,"item":`+msg)
 	ev("response.output_item.added", `"output_index":2,"item":{"id":"fc_1","type":"function_call","status":"in_progress","call_id":"call_9","name":"read_file","arguments":""}`)
-	args := `{"path":"caddymodule/translate/chat.go","start_line":1,"end_line":200}`
+	args := `{"path":"internal/translate/chat.go","start_line":1,"end_line":200}`
 	for i := 0; i < len(args); i += 8 {
 		d, _ := json.Marshal(args[i:min(i+8, len(args))])
 		ev("response.function_call_arguments.delta", fmt.Sprintf(`"item_id":"fc_1","output_index":2,"delta":%s`, d))

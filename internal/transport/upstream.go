@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/reasoning-relay/caddy-reasoning-relay/caddymodule/redact"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/redact"
 )
 
 // Upstream is a client of one Responses API base URL with one credential.
