@@ -297,11 +297,19 @@ func checkDoneCopies(terminal, done []json.RawMessage, items []outItem) string {
 		if len(done[i]) == 0 {
 			return "done_copy_missing"
 		}
+		t := items[i]
+		if bytes.Equal(terminal[i], done[i]) && isObject(done[i]) {
+			// the same bytes: equal as a whole; a reasoning item still
+			// needs its id and ciphertext
+			if t.Type == "reasoning" && (t.ID == "" || t.EncryptedContent == nil || *t.EncryptedContent == "") {
+				return "done_copy_mismatch"
+			}
+			continue
+		}
 		var d outItem
 		if json.Unmarshal(done[i], &d) != nil {
 			return "done_copy_invalid"
 		}
-		t := items[i]
 		if t.Type == "reasoning" || d.Type == "reasoning" {
 			if t.Type != d.Type || t.ID == "" || t.ID != d.ID ||
 				t.EncryptedContent == nil || d.EncryptedContent == nil ||
@@ -318,6 +326,12 @@ func checkDoneCopies(terminal, done []json.RawMessage, items []outItem) string {
 		}
 	}
 	return ""
+}
+
+// isObject reports whether a valid JSON value is an object (not null).
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	return len(raw) > 0 && raw[0] == '{'
 }
 
 // equalExcept compares two JSON objects as values, ignoring member skip.

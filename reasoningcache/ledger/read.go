@@ -16,7 +16,7 @@ func (s *Store) Candidates(ctx context.Context, scopeID, endDigest string) ([]Ob
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
-	rows, err := s.db.QueryContext(ctx, `
+	rows, err := s.reads.QueryContext(ctx, `
 		SELECT o.observation_id, o.scope_id, o.generation, o.start_digest, o.end_digest, o.envelope_fp,
 			o.payload_fp, o.output_hash, o.plan_count, length(o.prior_plan),
 			CASE WHEN length(o.prior_plan) <= ? AND o.plan_count <= ? THEN o.prior_plan END,
@@ -63,7 +63,7 @@ func (s *Store) Candidates(ctx context.Context, scopeID, endDigest string) ([]Ob
 	}
 	rows.Close()
 	for _, i := range linked {
-		if out[i].PriorPlan, err = s.priorPlan(ctx, s.db, out[i].ID); err != nil {
+		if out[i].PriorPlan, err = s.priorPlan(ctx, s.reads, out[i].ID); err != nil {
 			return nil, err
 		}
 	}
@@ -80,7 +80,7 @@ func (s *Store) ScopeState(ctx context.Context, scopeID string) (st ScopeState, 
 	if s.isClosed() {
 		return st, false, ErrClosed
 	}
-	err = s.db.QueryRowContext(ctx, `
+	err = s.reads.QueryRowContext(ctx, `
 		SELECT scope_id, model, caller, generation, latest_snapshot, row_version FROM scopes WHERE scope_id = ?`,
 		scopeID).Scan(&st.ID, &st.Model, &st.Caller, &st.Generation, &st.LatestSnapshot, &st.RowVersion)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -116,7 +116,7 @@ func (s *Store) Payload(ctx context.Context, id int64) (*Payload, error) {
 		stored   int64
 		hasValue bool
 	)
-	err := s.db.QueryRowContext(ctx, `
+	err := s.reads.QueryRowContext(ctx, `
 		SELECT payload_id, fingerprint, size, length(CAST(output AS BLOB)), touched_at, row_version
 		FROM payloads WHERE payload_id = ?`, id).Scan(&p.ID, &p.Fingerprint, &p.Size, &stored, &touched, &p.RowVersion)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -134,7 +134,7 @@ func (s *Store) Payload(ctx context.Context, id int64) (*Payload, error) {
 	}
 	if !hasValue {
 		var out string
-		err := s.db.QueryRowContext(ctx, `SELECT output FROM payloads WHERE payload_id = ? AND row_version = ?`,
+		err := s.reads.QueryRowContext(ctx, `SELECT output FROM payloads WHERE payload_id = ? AND row_version = ?`,
 			id, p.RowVersion).Scan(&out)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("%w: payload %d changed while reading", ErrNotFound, id)
@@ -154,7 +154,7 @@ func (s *Store) UnresolvedIntents(ctx context.Context, limit int) ([]Intent, err
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
-	rows, err := s.db.QueryContext(ctx, `
+	rows, err := s.reads.QueryContext(ctx, `
 		SELECT intent_id, scope_id, generation, phase, start_digest, start_position, end_digest,
 			plan_count, CASE WHEN length(plan) <= ? AND plan_count <= ? THEN plan END, deadline_at, created_at
 		FROM intents ORDER BY intent_id LIMIT ?`, s.opts.MaxPlanBytes, s.opts.MaxPlanSteps, limit)
@@ -198,7 +198,7 @@ func (s *Store) CoverageGap(ctx context.Context) (bool, error) {
 		return false, ErrClosed
 	}
 	var gap bool
-	if err := s.db.QueryRowContext(ctx, `SELECT coverage_gap FROM meta`).Scan(&gap); err != nil {
+	if err := s.reads.QueryRowContext(ctx, `SELECT coverage_gap FROM meta`).Scan(&gap); err != nil {
 		return false, fmt.Errorf("ledger: coverage gap: %w", err)
 	}
 	return gap, nil
