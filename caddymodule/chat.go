@@ -66,6 +66,7 @@ func (rq *request) serveChat() {
 		Model:        treq.Model,
 		IncludeUsage: treq.IncludeUsage,
 		CaptureLimit: cs.captureLimit(),
+		CaptureGrow:  cs.captureGrow(),
 	}
 	if treq.Stream {
 		if !isEventStream(resp.Header) {

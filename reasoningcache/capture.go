@@ -31,8 +31,9 @@ type Outcome struct {
 	// Sent is exactly what the client received.
 	Sent Sent
 	// CaptureExceeded reports that the capture stopped keeping output
-	// items at the entry allowance while it accumulated them: the output
-	// is not known, so its position is poisoned (capture_over_budget).
+	// items at the entry allowance, or because Session.GrowCapture
+	// refused them, while it accumulated them: the output is not known,
+	// so its position is poisoned (capture_over_budget).
 	CaptureExceeded bool
 }
 
@@ -159,7 +160,9 @@ func (s *Session) Complete(ctx context.Context, out Outcome) error {
 func (s *Session) judge(out *Outcome) (verdict, []byte) {
 	e := s.e
 	var v verdict
-	if out.CaptureExceeded {
+	if out.CaptureExceeded || !s.chargeOutcome(out, arrayLen(out.Output)) {
+		// stopped at the entry allowance, or the memory budget could not
+		// hold it: the output is not known
 		v.poison = "capture_over_budget"
 		return v, nil
 	}
@@ -353,13 +356,18 @@ func equalExcept(a, b json.RawMessage, skip string) bool {
 	return okA && okB && reflect.DeepEqual(ma, mb)
 }
 
+// arrayLen is the length of joinArray(items).
+func arrayLen(items []json.RawMessage) int64 {
+	n := int64(2)
+	for _, it := range items {
+		n += int64(len(it)) + 1
+	}
+	return n
+}
+
 // joinArray is the JSON array of the items, each kept byte for byte.
 func joinArray(items []json.RawMessage) []byte {
-	n := 2
-	for _, it := range items {
-		n += len(it) + 1
-	}
-	b := make([]byte, 0, n)
+	b := make([]byte, 0, arrayLen(items))
 	b = append(b, '[')
 	for i, it := range items {
 		if i > 0 {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,8 +28,14 @@ const cycleTurns = 10
 // whose results carry most of the bytes (files read by the agent), as a
 // Cursor history does. Every turn was recorded through the engine, so a
 // request for the next turn replays all of them.
-func cycleConv(b *testing.B, e *env, size int) *conv {
+func cycleConv(b testing.TB, e *env, size int) *conv {
+	return cycleConvIn(b, e, testScope(canonical.ShapeChat), size)
+}
+
+// cycleConvIn is cycleConv in the given scope.
+func cycleConvIn(b testing.TB, e *env, scope canonical.Scope, size int) *conv {
 	c := newConv(b, canonical.ShapeChat)
+	c.scope = scope
 	// each turn: a user line, the assistant text, tool results
 	per := size / cycleTurns
 	filler := func(n int, k int) string {
@@ -132,6 +140,67 @@ func BenchmarkCycleHit(b *testing.B) {
 			b.ReportMetric(float64(hist), "history_bytes")
 			st := e.store.Stats()
 			b.ReportMetric(float64(st.Ops)/float64(max(1, st.Batches)), "ops/batch")
+		})
+	}
+}
+
+// BenchmarkCycleConcurrent runs the full cycle of BenchmarkCycleHit from
+// N concurrent clients, each in its own 20 KB conversation replaying ten
+// turns, on one ledger. It reports sessions/s and how many commits the
+// writer carried per transaction (one fsync each): group commit must
+// carry concurrent requests instead of serializing them.
+func BenchmarkCycleConcurrent(b *testing.B) {
+	for _, n := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			e := newEnv(b, Config{MaxConcurrent: n, MemoryBudget: 1 << 30})
+			convs := make([]*conv, n)
+			for k := range convs {
+				sc := testScope(canonical.ShapeChat)
+				sc.Caller = fmt.Sprintf("client-%d", k) // a scope of its own
+				convs[k] = cycleConvIn(b, e, sc, 20<<10)
+			}
+			ctx := context.Background()
+			before := e.store.Stats()
+			var next atomic.Int64
+			var failed atomic.Value
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for k := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					req := convs[k].request()
+					for {
+						i := next.Add(1) - 1
+						if i >= int64(b.N) {
+							return
+						}
+						s, err := e.eng.Prepare(ctx, req)
+						if err == nil && s.Replayed() != cycleTurns {
+							err = fmt.Errorf("replayed %d, want %d (skip %q)", s.Replayed(), cycleTurns, s.Skip())
+						}
+						if err == nil {
+							err = s.Complete(ctx, streamedOutcome(int(i)))
+						}
+						if err != nil {
+							failed.Store(err)
+							return
+						}
+						s.Delivered(ctx)
+					}
+				}()
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			if err, _ := failed.Load().(error); err != nil {
+				b.Fatal(err)
+			}
+			st := e.store.Stats()
+			ops, batches := st.Ops-before.Ops, st.Batches-before.Batches
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "sessions/s")
+			b.ReportMetric(float64(ops)/float64(max(1, batches)), "commits/fsync")
 		})
 	}
 }

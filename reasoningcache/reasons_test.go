@@ -135,12 +135,9 @@ func TestReasonCallMismatch(t *testing.T) {
 func TestReasonReplayCapacity(t *testing.T) {
 	e := newEnv(t, Config{EntryAllowance: 64 << 10})
 	c := e.firstTurn(mixedTurns[0])
-	var hist int64
-	for _, env := range c.history {
-		hist += int64(len(env))
-	}
 	// Leave room for the session itself but not for the replayed bytes.
-	need := SessionBase + 2*e.eng.cfg.EntryAllowance + 2*hist
+	req := c.request()
+	need := requestCharge(&req)
 	hog := e.eng.acquire(e.eng.Stats().Capacity - need)
 	if hog == nil {
 		t.Fatal("could not take the rest of the budget")
