@@ -155,12 +155,20 @@ func (s *Store) UnresolvedIntents(ctx context.Context, limit int) ([]Intent, err
 		return nil, ErrClosed
 	}
 	rows, err := s.reads.QueryContext(ctx, `
-		SELECT intent_id, scope_id, generation, phase, start_digest, start_position, end_digest,
-			plan_count, CASE WHEN length(plan) <= ? AND plan_count <= ? THEN plan END, deadline_at, created_at
+		SELECT `+intentColumns+`, plan_count, CASE WHEN length(plan) <= ? AND plan_count <= ? THEN plan END
 		FROM intents ORDER BY intent_id LIMIT ?`, s.opts.MaxPlanBytes, s.opts.MaxPlanSteps, limit)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: intents: %w", err)
 	}
+	return s.scanIntents(rows, true)
+}
+
+// intentColumns are the intent columns scanIntents reads first.
+const intentColumns = `intent_id, scope_id, generation, phase, start_digest, start_position, end_digest, deadline_at, created_at`
+
+// scanIntents reads and closes rows of intentColumns, followed, withPlan,
+// by plan_count and the plan (NULL when over the size limits).
+func (s *Store) scanIntents(rows *sql.Rows, withPlan bool) ([]Intent, error) {
 	defer rows.Close()
 	var out []Intent
 	for rows.Next() {
@@ -169,15 +177,22 @@ func (s *Store) UnresolvedIntents(ctx context.Context, limit int) ([]Intent, err
 			count, dl, created int64
 			plan               sql.NullString
 		)
-		if err := rows.Scan(&in.ID, &in.ScopeID, &in.Generation, &in.Phase, &in.StartDigest, &in.StartPosition,
-			&in.EndDigest, &count, &plan, &dl, &created); err != nil {
+		dest := []any{&in.ID, &in.ScopeID, &in.Generation, &in.Phase, &in.StartDigest, &in.StartPosition,
+			&in.EndDigest, &dl, &created}
+		if withPlan {
+			dest = append(dest, &count, &plan)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("ledger: intents: %w", err)
 		}
-		if !plan.Valid {
-			return nil, fmt.Errorf("%w: intent %d plan", ErrTooLarge, in.ID)
-		}
-		if in.Plan, err = s.decodePlan(plan.String, count); err != nil {
-			return nil, fmt.Errorf("intent %d: %w", in.ID, err)
+		if withPlan {
+			if !plan.Valid {
+				return nil, fmt.Errorf("%w: intent %d plan", ErrTooLarge, in.ID)
+			}
+			var err error
+			if in.Plan, err = s.decodePlan(plan.String, count); err != nil {
+				return nil, fmt.Errorf("intent %d: %w", in.ID, err)
+			}
 		}
 		if dl != 0 {
 			in.Deadline = time.UnixMilli(dl)

@@ -120,33 +120,12 @@ func (s *Store) IntentsAt(ctx context.Context, scopeID string, startDigests []st
 		return nil, err
 	}
 	rows, err := s.reads.QueryContext(ctx, `
-		SELECT intent_id, scope_id, generation, phase, start_digest, start_position, end_digest, deadline_at, created_at
-		FROM intents WHERE scope_id = ? AND start_digest IN (SELECT value FROM json_each(?))
+		SELECT `+intentColumns+` FROM intents WHERE scope_id = ? AND start_digest IN (SELECT value FROM json_each(?))
 		ORDER BY intent_id`, scopeID, keys)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: intents: %w", err)
 	}
-	defer rows.Close()
-	var out []Intent
-	for rows.Next() {
-		var (
-			in          Intent
-			dl, created int64
-		)
-		if err := rows.Scan(&in.ID, &in.ScopeID, &in.Generation, &in.Phase, &in.StartDigest, &in.StartPosition,
-			&in.EndDigest, &dl, &created); err != nil {
-			return nil, fmt.Errorf("ledger: intents: %w", err)
-		}
-		if dl != 0 {
-			in.Deadline = time.UnixMilli(dl)
-		}
-		in.CreatedAt = time.UnixMilli(created)
-		out = append(out, in)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("ledger: intents: %w", err)
-	}
-	return out, nil
+	return s.scanIntents(rows, false)
 }
 
 // maxSnapshots bounds how many snapshots Snapshots returns.
