@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -105,7 +106,8 @@ func (s *Store) ScopeGeneration(ctx context.Context, scopeID string) (int64, err
 // Payload returns a payload by id. Its size is checked against
 // Options.MaxPayloadBytes before the JSON is loaded. Payloads come from a
 // small bounded cache when the cached row version is still current; the
-// returned Output is shared and must not be modified.
+// returned Output is shared and must not be modified. Output is valid
+// JSON: it is checked once, when it is loaded from the database.
 func (s *Store) Payload(ctx context.Context, id int64) (*Payload, error) {
 	if s.isClosed() {
 		return nil, ErrClosed
@@ -143,6 +145,10 @@ func (s *Store) Payload(ctx context.Context, id int64) (*Payload, error) {
 			return nil, fmt.Errorf("ledger: payload %d: %w", id, err)
 		}
 		p.Output = []byte(out)
+		if !json.Valid(p.Output) {
+			// admitted payloads are valid JSON: this one was damaged
+			return nil, fmt.Errorf("ledger: payload %d is not valid JSON", id)
+		}
 		s.cache.put(id, p.RowVersion, p.Output)
 	}
 	return &p, nil
