@@ -170,12 +170,7 @@ func TestCaptureRefusedPoisons(t *testing.T) {
 			}
 			must(t, s.Complete(context.Background(), mixedTurns[1].outcome(1)))
 			s.Delivered(context.Background())
-			wantReason(t, logs, "capture_over_budget")
-			ms, err := e.store.Markers(context.Background(), s.scope.ID, s.start)
-			must(t, err)
-			if len(ms) != 1 || ms[0].Reason != "capture_over_budget" {
-				t.Fatalf("markers %+v", ms)
-			}
+			e.wantPoisoned(t, s, logs, "capture_over_budget")
 		})
 	}
 }

@@ -10,16 +10,9 @@ import (
 // capture as CaptureLimit does, without changing a byte of what the
 // client receives.
 func TestStreamCaptureGrow(t *testing.T) {
-	item0 := `{"id":"rs_1","type":"reasoning","summary":[],"encrypted_content":"gA0"}`
-	item1 := `{"id":"fc_1","type":"function_call","call_id":"c","name":"f","arguments":"{}"}`
-	events := []sseEvent{ev(evCreated),
-		ev(`{"type":"response.output_item.done","output_index":0,"item":` + item0 + `}`),
-		ev(`{"type":"response.output_item.done","output_index":1,"item":` + item1 + `}`),
-		ev(`{"type":"response.completed","response":{"status":"completed","output":[` + item0 + `,` + item1 + `]}}`)}
-	total := int64(len(item0) + len(item1))
-
+	events, total, first := captureStream()
 	free, _ := runStream(t, streamOpts, events)
-	for _, budget := range []int64{2 * total, 2*total - 1, int64(len(item0))} {
+	for _, budget := range []int64{2 * total, 2*total - 1, first} {
 		left := budget
 		var asked int64
 		opts := streamOpts
