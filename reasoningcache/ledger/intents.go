@@ -79,10 +79,8 @@ func (s *Store) CreateIntent(ctx context.Context, req CreateIntentRequest) (int6
 				return invalid(op, ReasonCompetingIntent, "%d unresolved at start %.12s", n, req.StartDigest)
 			}
 		}
-		for i, st := range req.Plan {
-			if err := w.checkStep(op, req.Scope.ID, gen, i, st); err != nil {
-				return err
-			}
+		if err := w.checkPlan(op, req.Scope.ID, gen, req.Plan); err != nil {
+			return err
 		}
 		res, err := w.ExecContext(w.ctx, `
 			INSERT INTO intents (scope_id, generation, phase, start_digest, start_position, plan, plan_count, deadline_at, created_at, updated_at)
@@ -212,58 +210,6 @@ func (w *wtx) execIntent(op string, id int64, query string, args ...any) error {
 		return err
 	} else if n == 0 {
 		return invalid(op, ReasonIntentMissing, "intent %d", id)
-	}
-	return nil
-}
-
-func (w *wtx) checkStep(op, scopeID string, gen int64, i int, st PlanStep) error {
-	var (
-		obsScope, start, end string
-		obsGen, producer     int64
-		replayable           bool
-		payload              sql.NullInt64
-	)
-	err := w.QueryRowContext(w.ctx, `
-		SELECT scope_id, generation, start_digest, end_digest, intent_id, replayable, payload_id
-		FROM observations WHERE observation_id = ?`,
-		st.ObservationID).Scan(&obsScope, &obsGen, &start, &end, &producer, &replayable, &payload)
-	if errors.Is(err, sql.ErrNoRows) {
-		return invalid(op, ReasonMissingAncestor, "step %d: observation %d", i, st.ObservationID)
-	}
-	if err != nil {
-		return err
-	}
-	switch {
-	case obsScope != scopeID:
-		return invalid(op, ReasonAncestorMismatch, "step %d: observation %d is in another scope", i, st.ObservationID)
-	case obsGen != gen:
-		return invalid(op, ReasonStaleGeneration, "step %d: observation %d is from generation %d, current %d", i, st.ObservationID, obsGen, gen)
-	case !replayable || !payload.Valid:
-		return invalid(op, ReasonNotReplayable, "step %d: observation %d", i, st.ObservationID)
-	case payload.Int64 != st.PayloadID || end != st.EndDigest:
-		return invalid(op, ReasonAncestorMismatch, "step %d: observation %d changed", i, st.ObservationID)
-	}
-	if conflicted, err := w.hasMarker(scopeID, MarkerEndConflict, end); err != nil {
-		return err
-	} else if conflicted {
-		return invalid(op, ReasonEndConflict, "step %d: end %.12s", i, end)
-	}
-	if poisoned, err := w.hasMarker(scopeID, MarkerStartPoison, start); err != nil {
-		return err
-	} else if poisoned {
-		return invalid(op, ReasonStartPoisoned, "step %d: start %.12s", i, start)
-	}
-	// Another generation from the same start may still produce a
-	// different output for this visible position; only the step's own
-	// producing intent (still finishing its delivery) is allowed.
-	var n int
-	if err := w.QueryRowContext(w.ctx,
-		`SELECT count(*) FROM intents WHERE scope_id = ? AND start_digest = ? AND intent_id != ?`,
-		scopeID, start, producer).Scan(&n); err != nil {
-		return err
-	}
-	if n > 0 {
-		return invalid(op, ReasonCompetingIntent, "step %d: %d unresolved at start %.12s", i, n, start)
 	}
 	return nil
 }
