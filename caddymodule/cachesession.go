@@ -172,6 +172,15 @@ func (cs *cacheSession) captureLimit() int64 {
 	return cs.allowance
 }
 
+// captureGrow charges a stream's capture to the cache's memory budget as
+// it grows (nil when nothing is captured for the cache).
+func (cs *cacheSession) captureGrow() func(int64) bool {
+	if !cs.handled() {
+		return nil
+	}
+	return cs.s.GrowCapture
+}
+
 // progress renews the generation inactivity deadline of the session's
 // intent after upstream progress.
 func (cs *cacheSession) progress() {

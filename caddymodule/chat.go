@@ -97,6 +97,7 @@ func (rq *request) chatOptions(treq *translate.Request, cs *cacheSession) transl
 		Model:        treq.Model,
 		IncludeUsage: treq.IncludeUsage,
 		CaptureLimit: cs.captureLimit(),
+		CaptureGrow:  cs.captureGrow(),
 	}
 }
 

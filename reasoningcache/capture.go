@@ -31,8 +31,9 @@ type Outcome struct {
 	// Sent is exactly what the client received.
 	Sent Sent
 	// CaptureExceeded reports that the capture stopped keeping output
-	// items at the entry allowance while it accumulated them: the output
-	// is not known, so its position is poisoned (capture_over_budget).
+	// items at the entry allowance, or because Session.GrowCapture
+	// refused them, while it accumulated them: the output is not known,
+	// so its position is poisoned (capture_over_budget).
 	CaptureExceeded bool
 }
 
@@ -159,7 +160,9 @@ func (s *Session) Complete(ctx context.Context, out Outcome) error {
 func (s *Session) judge(out *Outcome) (verdict, []byte) {
 	e := s.e
 	var v verdict
-	if out.CaptureExceeded {
+	if out.CaptureExceeded || !s.chargeOutcome(out, arrayLen(out.Output)) {
+		// stopped at the entry allowance, or the memory budget could not
+		// hold it: the output is not known
 		v.poison = "capture_over_budget"
 		return v, nil
 	}
@@ -297,11 +300,19 @@ func checkDoneCopies(terminal, done []json.RawMessage, items []outItem) string {
 		if len(done[i]) == 0 {
 			return "done_copy_missing"
 		}
+		t := items[i]
+		if bytes.Equal(terminal[i], done[i]) && isObject(done[i]) {
+			// the same bytes: equal as a whole; a reasoning item still
+			// needs its id and ciphertext
+			if t.Type == "reasoning" && (t.ID == "" || t.EncryptedContent == nil || *t.EncryptedContent == "") {
+				return "done_copy_mismatch"
+			}
+			continue
+		}
 		var d outItem
 		if json.Unmarshal(done[i], &d) != nil {
 			return "done_copy_invalid"
 		}
-		t := items[i]
 		if t.Type == "reasoning" || d.Type == "reasoning" {
 			if t.Type != d.Type || t.ID == "" || t.ID != d.ID ||
 				t.EncryptedContent == nil || d.EncryptedContent == nil ||
@@ -318,6 +329,12 @@ func checkDoneCopies(terminal, done []json.RawMessage, items []outItem) string {
 		}
 	}
 	return ""
+}
+
+// isObject reports whether a valid JSON value is an object (not null).
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	return len(raw) > 0 && raw[0] == '{'
 }
 
 // equalExcept compares two JSON objects as values, ignoring member skip.
@@ -339,13 +356,18 @@ func equalExcept(a, b json.RawMessage, skip string) bool {
 	return okA && okB && reflect.DeepEqual(ma, mb)
 }
 
+// arrayLen is the length of joinArray(items).
+func arrayLen(items []json.RawMessage) int64 {
+	n := int64(2)
+	for _, it := range items {
+		n += int64(len(it)) + 1
+	}
+	return n
+}
+
 // joinArray is the JSON array of the items, each kept byte for byte.
 func joinArray(items []json.RawMessage) []byte {
-	n := 2
-	for _, it := range items {
-		n += len(it) + 1
-	}
-	b := make([]byte, 0, n)
+	b := make([]byte, 0, arrayLen(items))
 	b = append(b, '[')
 	for i, it := range items {
 		if i > 0 {

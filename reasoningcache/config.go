@@ -20,7 +20,8 @@ const (
 	DefaultGenerationTimeout = 15 * time.Minute
 )
 
-// SessionBase is the fixed part of every session's byte allowance.
+// SessionBase is the fixed part of every session's charge against the
+// memory budget (the rest is measured: see the package documentation).
 const SessionBase = 64 << 10
 
 // SnapshotWindow is how long a model snapshot other than a scope's latest

@@ -67,13 +67,21 @@
 //
 // The memory budget M holds a shared preparation allowance (the ledger's
 // hot cache, HotCacheBytes(M), plus the canonical scratch limit plus the
-// replay ceiling) and the sessions: each holds SessionBase + 2 ×
-// EntryAllowance + 2 × (history bytes + replayed bytes), and at most
-// MaxConcurrent are live. A request that cannot get a session has its
-// start position poisoned and is forwarded without replay or capture; if
-// the marker cannot be written, Prepare returns ErrUnavailable and the
-// relay answers 503. A session nobody ends returns its bytes once it is
-// garbage; its intent is poisoned by Sweep after GenerationTimeout.
+// replay ceiling) and the sessions, at most MaxConcurrent of them. A
+// session is charged what its request holds, measured, not a worst case:
+// SessionBase + its history bytes + its translated input bytes up front,
+// the replayed output bytes once the plan has loaded them, and the
+// captured output as it grows (Session.GrowCapture, in 64 KiB steps; at
+// Complete, the output it checks and the payload it commits). A charge
+// only grows until the session ends, and the sum of the charges never
+// exceeds the capacity. A request that cannot get its up-front charge has
+// its start position poisoned and is forwarded without replay or capture;
+// if the marker cannot be written, Prepare returns ErrUnavailable and the
+// relay answers 503. A plan whose replay cannot be charged is dispatched
+// without replay; a capture whose growth cannot be charged stops, and
+// Complete poisons the position (capture_over_budget). A session nobody
+// ends returns its bytes once it is garbage; its intent is poisoned by
+// Sweep after GenerationTimeout.
 //
 // # Logging
 //

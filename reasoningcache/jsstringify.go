@@ -86,12 +86,7 @@ func (p *jsParser) lit(w string) bool {
 }
 
 func (p *jsParser) object(depth int) bool {
-	p.pos++
-	p.out = append(p.out, '{')
-	p.ws()
-	if p.pos < len(p.src) && p.src[p.pos] == '}' {
-		p.pos++
-		p.out = append(p.out, '}')
+	if p.open('}') {
 		return true
 	}
 	seen := map[string]bool{}
@@ -119,30 +114,14 @@ func (p *jsParser) object(depth int) bool {
 		if !p.value(depth + 1) {
 			return false
 		}
-		p.ws()
-		if p.pos >= len(p.src) {
-			return false
-		}
-		switch p.src[p.pos] {
-		case ',':
-			p.pos++
-		case '}':
-			p.pos++
-			p.out = append(p.out, '}')
-			return true
-		default:
-			return false
+		if done, ok := p.next('}'); done || !ok {
+			return ok
 		}
 	}
 }
 
 func (p *jsParser) array(depth int) bool {
-	p.pos++
-	p.out = append(p.out, '[')
-	p.ws()
-	if p.pos < len(p.src) && p.src[p.pos] == ']' {
-		p.pos++
-		p.out = append(p.out, ']')
+	if p.open(']') {
 		return true
 	}
 	for first := true; ; first = false {
@@ -153,21 +132,44 @@ func (p *jsParser) array(depth int) bool {
 		if !p.value(depth + 1) {
 			return false
 		}
-		p.ws()
-		if p.pos >= len(p.src) {
-			return false
-		}
-		switch p.src[p.pos] {
-		case ',':
-			p.pos++
-		case ']':
-			p.pos++
-			p.out = append(p.out, ']')
-			return true
-		default:
-			return false
+		if done, ok := p.next(']'); done || !ok {
+			return ok
 		}
 	}
+}
+
+// open consumes and writes the opening bracket at p.pos and reports
+// whether the container is empty (closer follows; consumed and written).
+func (p *jsParser) open(closer byte) (empty bool) {
+	p.out = append(p.out, p.src[p.pos])
+	p.pos++
+	p.ws()
+	if p.pos < len(p.src) && p.src[p.pos] == closer {
+		p.pos++
+		p.out = append(p.out, closer)
+		return true
+	}
+	return false
+}
+
+// next consumes what follows a member or an element: a comma (more
+// follow) or closer, which it writes. done reports closer; ok is false on
+// anything else.
+func (p *jsParser) next(closer byte) (done, ok bool) {
+	p.ws()
+	if p.pos >= len(p.src) {
+		return false, false
+	}
+	switch p.src[p.pos] {
+	case ',':
+		p.pos++
+		return false, true
+	case closer:
+		p.pos++
+		p.out = append(p.out, closer)
+		return true, true
+	}
+	return false, false
 }
 
 // arrayIndexKey reports whether JavaScript treats key as an array index

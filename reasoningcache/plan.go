@@ -185,12 +185,13 @@ func (v *validator) validate(steps []ledger.PlanStep) (plan, string) {
 		if err != nil {
 			return p, "payload_unavailable"
 		}
-		items, ok := payloadItems(pl.Output)
+		items, calls, ok := payloadItems(pl.Output)
 		if !ok {
 			return p, "payload_invalid"
 		}
 		rng := [2]int{v.req.Spans[b.First][0], v.req.Spans[b.End-1][1]}
-		if !sameCalls(items, v.req.Input[rng[0]:rng[1]]) {
+		if translated, ok := callIDs(v.req.Input[rng[0]:rng[1]]); !ok || !slices.Equal(calls, translated) {
+			// the tool results that follow must still answer the calls
 			return p, "call_mismatch"
 		}
 		if p.bytes+pl.Size > v.e.cfg.ReplayCeiling {
@@ -279,41 +280,33 @@ type itemHead struct {
 	CallID string `json:"call_id"`
 }
 
-// payloadItems splits a stored output array into its items (exact bytes)
-// and checks that every item is one the relay replays.
-func payloadItems(output json.RawMessage) ([]json.RawMessage, bool) {
-	if !json.Valid(output) {
-		return nil, false
-	}
-	items, ok := jsonscan.SplitArray(output)
+// payloadItems splits a stored output array (valid JSON: ledger.Payload
+// checks it once when it loads it) into its items (exact bytes), checks
+// that every item is one the relay replays and returns the tool call ids
+// of its calls, in order.
+func payloadItems(output json.RawMessage) (items []json.RawMessage, calls []string, ok bool) {
+	items, ok = jsonscan.SplitArray(output)
 	if !ok || len(items) == 0 {
-		return nil, false
+		return nil, nil, false
 	}
 	for _, it := range items {
 		h, ok := headOf(it)
 		if !ok {
-			return nil, false
+			return nil, nil, false
 		}
 		switch h.Type {
-		case "reasoning", "function_call", "custom_tool_call":
+		case "reasoning":
+		case "function_call", "custom_tool_call":
+			calls = append(calls, h.CallID)
 		case "message":
 			if h.Role != "assistant" {
-				return nil, false
+				return nil, nil, false
 			}
 		default:
-			return nil, false
+			return nil, nil, false
 		}
 	}
-	return items, true
-}
-
-// sameCalls reports whether the original items carry exactly the tool
-// call ids, in order, of the translated items they replace, so the tool
-// results that follow still answer them.
-func sameCalls(original, translated []json.RawMessage) bool {
-	a, okA := callIDs(original)
-	b, okB := callIDs(translated)
-	return okA && okB && slices.Equal(a, b)
+	return items, calls, true
 }
 
 func callIDs(items []json.RawMessage) ([]string, bool) {

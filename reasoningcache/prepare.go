@@ -95,11 +95,7 @@ func (e *Engine) Prepare(ctx context.Context, req Request) (s *Session, err erro
 		return s, nil
 	}
 	start := d.Final().String()
-	var histBytes int64
-	for _, env := range req.History {
-		histBytes += int64(len(env))
-	}
-	l := e.acquire(SessionBase + 2*e.cfg.EntryAllowance + 2*histBytes)
+	l := e.acquire(requestCharge(&req))
 	if l == nil {
 		if err := e.poisonStart(ctx, sc, start, "capacity"); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -138,7 +134,7 @@ func (e *Engine) dispatch(ctx context.Context, s *Session, req *Request) error {
 				s.log.Debug("reasoning cache", zap.String("reason", reason))
 			}
 			// the loaded payloads leave the workspace only inside the lease
-			if need := 2 * p.bytes; len(p.steps) > 0 && need > reserved {
+			if need := p.bytes; len(p.steps) > 0 && need > reserved {
 				if !s.lease.grow(need - reserved) {
 					s.log.Debug("reasoning cache", zap.String("reason", "replay_capacity"))
 					e.counters.replayCapacity.Add(1)
@@ -149,17 +145,11 @@ func (e *Engine) dispatch(ctx context.Context, s *Session, req *Request) error {
 			}
 			e.leaveWorkspace()
 		}
-		creq := ledger.CreateIntentRequest{
-			Scope: s.scope, StartDigest: s.start, StartPosition: s.position,
-			Deadline: e.cfg.Now().Add(e.cfg.GenerationTimeout),
-		}
-		if len(p.steps) > 0 {
-			creq.Generation, creq.Plan = p.gen, p.steps
-		}
+		creq := s.intentRequest(p.gen, p.steps)
 		id, err := e.store.CreateIntent(ctx, creq)
 		if err == nil {
-			s.intent, s.gen, s.plan = id, p.gen, p.steps
-			s.watch.begin(id)
+			s.gen, s.plan = p.gen, p.steps
+			s.dispatched(id)
 			if len(p.steps) > 0 {
 				s.input = p.apply(req)
 				s.replayed = len(p.steps)
@@ -175,14 +165,41 @@ func (e *Engine) dispatch(ctx context.Context, s *Session, req *Request) error {
 			s.log.Debug("reasoning cache", zap.String("reason", "replan_"+string(ve.Reason)))
 			continue
 		}
-		// The request would go out unrecorded: poison its position first.
-		if perr := e.poisonStart(ctx, s.scope, s.start, "dispatch_failed"); perr != nil {
-			return fmt.Errorf("%w: %w", ErrUnavailable, errors.Join(err, perr))
-		}
-		s.skip = "dispatch_failed"
-		s.log.Debug("reasoning cache", zap.String("reason", "dispatch_failed"), zap.Error(err))
-		return nil
+		return s.dispatchFailed(ctx, err)
 	}
+}
+
+// intentRequest is the dispatch intent of the session's request with the
+// given plan (none: generation 0, whatever is current).
+func (s *Session) intentRequest(gen int64, steps []ledger.PlanStep) ledger.CreateIntentRequest {
+	r := ledger.CreateIntentRequest{
+		Scope: s.scope, StartDigest: s.start, StartPosition: s.position,
+		Deadline: s.e.cfg.Now().Add(s.e.cfg.GenerationTimeout),
+	}
+	if len(steps) > 0 {
+		r.Generation, r.Plan = gen, steps
+	}
+	return r
+}
+
+// dispatched records the session's intent and starts its inactivity
+// timer.
+func (s *Session) dispatched(id int64) {
+	s.intent = id
+	s.watch.begin(id)
+}
+
+// dispatchFailed handles an intent that could not be created: the request
+// would go out unrecorded, so its position is poisoned first, and it is
+// relayed without the cache. Only when the marker cannot be written
+// either does it fail, with ErrUnavailable.
+func (s *Session) dispatchFailed(ctx context.Context, err error) error {
+	if perr := s.e.poisonStart(ctx, s.scope, s.start, "dispatch_failed"); perr != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, errors.Join(err, perr))
+	}
+	s.skip = "dispatch_failed"
+	s.log.Debug("reasoning cache", zap.String("reason", "dispatch_failed"), zap.Error(err))
+	return nil
 }
 
 // enterWorkspace waits for the shared preparation workspace: canonical

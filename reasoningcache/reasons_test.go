@@ -44,6 +44,18 @@ func wantReason(t *testing.T, logs *observer.ObservedLogs, code string) {
 	}
 }
 
+// wantPoisoned checks that the session logged reason and left exactly
+// one marker at its start position, with that reason.
+func (e *env) wantPoisoned(t *testing.T, s *Session, logs *observer.ObservedLogs, reason string) {
+	t.Helper()
+	wantReason(t, logs, reason)
+	ms, err := e.store.Markers(context.Background(), s.scope.ID, s.start)
+	must(t, err)
+	if len(ms) != 1 || ms[0].Reason != reason {
+		t.Fatalf("markers %+v, want one %s", ms, reason)
+	}
+}
+
 // firstTurn records turn 0 of a new conversation and appends it.
 func (e *env) firstTurn(tu turn) *conv {
 	c := newConv(e.t, canonical.ShapeChat)
@@ -64,12 +76,7 @@ func TestReasonUnknownOutcome(t *testing.T) {
 	out.Status = "failed"
 	must(t, s.Complete(context.Background(), out))
 	s.Delivered(context.Background())
-	wantReason(t, logs, "unknown_outcome")
-	ms, err := e.store.Markers(context.Background(), s.scope.ID, s.start)
-	must(t, err)
-	if len(ms) != 1 || ms[0].Reason != "unknown_outcome" {
-		t.Fatalf("markers %+v", ms)
-	}
+	e.wantPoisoned(t, s, logs, "unknown_outcome")
 }
 
 func TestReasonUnsupportedItem(t *testing.T) {
@@ -135,12 +142,9 @@ func TestReasonCallMismatch(t *testing.T) {
 func TestReasonReplayCapacity(t *testing.T) {
 	e := newEnv(t, Config{EntryAllowance: 64 << 10})
 	c := e.firstTurn(mixedTurns[0])
-	var hist int64
-	for _, env := range c.history {
-		hist += int64(len(env))
-	}
 	// Leave room for the session itself but not for the replayed bytes.
-	need := SessionBase + 2*e.eng.cfg.EntryAllowance + 2*hist
+	req := c.request()
+	need := requestCharge(&req)
 	hog := e.eng.acquire(e.eng.Stats().Capacity - need)
 	if hog == nil {
 		t.Fatal("could not take the rest of the budget")
@@ -184,10 +188,5 @@ func TestReasonCaptureExceeded(t *testing.T) {
 	out.Output, out.CaptureExceeded = nil, true
 	must(t, s.Complete(context.Background(), out))
 	s.Delivered(context.Background())
-	wantReason(t, logs, "capture_over_budget")
-	ms, err := e.store.Markers(context.Background(), s.scope.ID, s.start)
-	must(t, err)
-	if len(ms) != 1 || ms[0].Reason != "capture_over_budget" {
-		t.Fatalf("markers %+v", ms)
-	}
+	e.wantPoisoned(t, s, logs, "capture_over_budget")
 }

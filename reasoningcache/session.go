@@ -43,7 +43,8 @@ type Session struct {
 	position int64
 	plan     []ledger.PlanStep
 
-	watch *watch // generation inactivity timer of the intent
+	watch   *watch  // generation inactivity timer of the intent
+	capture capture // the charge of the captured output
 
 	mu        sync.Mutex
 	intent    int64 // 0: nothing to resolve (pass-through, or already ended in the ledger)
@@ -141,19 +142,14 @@ func (s *Session) DropReplay(ctx context.Context) ([]json.RawMessage, error) {
 	}
 	s.intent = 0
 	s.input, s.replayed, s.plan = s.plain, 0, nil
-	id, err := e.store.CreateIntent(ctx, ledger.CreateIntentRequest{
-		Scope: s.scope, StartDigest: s.start, StartPosition: s.position,
-		Deadline: e.cfg.Now().Add(e.cfg.GenerationTimeout),
-	})
+	id, err := e.store.CreateIntent(ctx, s.intentRequest(0, nil))
 	if err != nil {
-		if perr := e.poisonStart(ctx, s.scope, s.start, "dispatch_failed"); perr != nil {
-			return nil, fmt.Errorf("%w: drop replay: %w", ErrUnavailable, perr)
+		if err := s.dispatchFailed(ctx, err); err != nil {
+			return nil, fmt.Errorf("drop replay: %w", err)
 		}
-		s.skip = "dispatch_failed"
 		return s.input, nil
 	}
-	s.intent = id
-	s.watch.begin(id)
+	s.dispatched(id)
 	s.log.Debug("reasoning cache", zap.String("reason", "replay_dropped"), zap.Int("records", len(markers)))
 	e.counters.replayResends.Add(1)
 	return s.input, nil

@@ -36,9 +36,7 @@ func TestNewChecksTheBudget(t *testing.T) {
 }
 
 func TestCapacityFallback(t *testing.T) {
-	// Room for exactly one session of this size.
-	cfg := Config{MemoryBudget: 40 << 20, EntryAllowance: 3 << 20}
-	e := newEnv(t, cfg)
+	e := newEnv(t, Config{MemoryBudget: 40 << 20})
 	c := newConv(t, canonical.ShapeChat)
 	c.user("q1")
 	e.runTurn(c, 0, mixedTurns[0])
@@ -47,6 +45,12 @@ func TestCapacityFallback(t *testing.T) {
 	first := e.prepare(c)
 	if first.Skip() != "" || first.Replayed() != 1 {
 		t.Fatalf("first: skip %q replayed %d", first.Skip(), first.Replayed())
+	}
+	// Leave room for the first session only.
+	st := e.eng.Stats()
+	hog := e.eng.acquire(st.Capacity - st.BytesUsed - 1)
+	if hog == nil {
+		t.Fatal("could not take the rest of the budget")
 	}
 	other := newConv(t, canonical.ShapeChat)
 	other.user("another conversation")
@@ -65,7 +69,7 @@ func TestCapacityFallback(t *testing.T) {
 	must(t, s.Complete(context.Background(), turn{text: "x"}.outcome(0))) // no-op
 	s.Delivered(context.Background())
 	first.Delivered(context.Background())
-	if st := e.eng.Stats(); st.Sessions != 0 || st.BytesUsed != 0 {
+	if st := e.eng.Stats(); st.Sessions != 1 || st.BytesUsed != hog.bytes {
 		t.Fatalf("after both ended: %+v", st)
 	}
 
@@ -85,6 +89,10 @@ func TestCapacityFallback(t *testing.T) {
 		t.Fatalf("closed store: %v, want ErrUnavailable", err)
 	}
 	hold.Release(context.Background())
+	hog.release()
+	if st := e.eng.Stats(); st.Sessions != 0 || st.BytesUsed != 0 {
+		t.Fatalf("after every session ended: %+v", st)
+	}
 }
 
 func TestDispatchFailureIsUnavailable(t *testing.T) {

@@ -9,13 +9,7 @@ import (
 // CaptureLimit while they accumulate (each kind on its own), without
 // changing a byte of what the client receives.
 func TestStreamCaptureLimit(t *testing.T) {
-	item0 := `{"id":"rs_1","type":"reasoning","summary":[],"encrypted_content":"gA0"}`
-	item1 := `{"id":"fc_1","type":"function_call","call_id":"c","name":"f","arguments":"{}"}`
-	events := []sseEvent{ev(evCreated),
-		ev(`{"type":"response.output_item.done","output_index":0,"item":` + item0 + `}`),
-		ev(`{"type":"response.output_item.done","output_index":1,"item":` + item1 + `}`),
-		ev(`{"type":"response.completed","response":{"status":"completed","output":[` + item0 + `,` + item1 + `]}}`)}
-	total := int64(len(item0) + len(item1))
+	events, total, _ := captureStream()
 
 	free, s := runStream(t, streamOpts, events)
 	if s.CaptureExceeded() || len(s.Output()) != 2 || len(s.DoneItems()) != 2 {
@@ -35,4 +29,17 @@ func TestStreamCaptureLimit(t *testing.T) {
 	if !bytes.Equal(out, free) {
 		t.Fatalf("the capture limit changed the client's stream:\n%s\nwant\n%s", out, free)
 	}
+}
+
+// captureStream is a stream of two output items with their
+// output_item.done copies; total is the bytes of one copy of each, first
+// the size of the first item.
+func captureStream() (events []sseEvent, total, first int64) {
+	item0 := `{"id":"rs_1","type":"reasoning","summary":[],"encrypted_content":"gA0"}`
+	item1 := `{"id":"fc_1","type":"function_call","call_id":"c","name":"f","arguments":"{}"}`
+	events = []sseEvent{ev(evCreated),
+		ev(`{"type":"response.output_item.done","output_index":0,"item":` + item0 + `}`),
+		ev(`{"type":"response.output_item.done","output_index":1,"item":` + item1 + `}`),
+		ev(`{"type":"response.completed","response":{"status":"completed","output":[` + item0 + `,` + item1 + `]}}`)}
+	return events, int64(len(item0) + len(item1)), int64(len(item0))
 }

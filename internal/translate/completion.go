@@ -23,6 +23,10 @@ type ChatOptions struct {
 	// accumulate and Stream.CaptureExceeded reports it; the client's
 	// answer is unaffected. 0 means no limit.
 	CaptureLimit int64
+	// CaptureGrow, when set, is asked before a stream keeps n more bytes
+	// of copies (the reasoning cache charges them to its memory budget);
+	// false drops the capture as CaptureLimit does.
+	CaptureGrow func(n int64) bool
 }
 
 // Completion is a converted non-streaming answer.

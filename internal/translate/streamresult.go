@@ -69,14 +69,15 @@ func (s *Stream) FinishReason() string { return s.finish }
 func (s *Stream) Usage() *Usage { return s.usage }
 
 // keepCapture adds n bytes to the capture counter *used and reports
-// whether they stay within opts.CaptureLimit. The first time they do not,
-// every copy kept so far is dropped too: the capture is incomplete and
-// only CaptureExceeded is left of it.
+// whether they stay within opts.CaptureLimit and opts.CaptureGrow accepts
+// them. The first time they do not, every copy kept so far is dropped
+// too: the capture is incomplete and only CaptureExceeded is left of it.
 func (s *Stream) keepCapture(used *int64, n int64) bool {
 	if s.captureOver {
 		return false
 	}
-	if lim := s.opts.CaptureLimit; lim > 0 && *used+n > lim {
+	lim, grow := s.opts.CaptureLimit, s.opts.CaptureGrow
+	if lim > 0 && *used+n > lim || grow != nil && !grow(n) {
 		s.captureOver = true
 		s.output = nil
 		for _, it := range s.items {
@@ -89,7 +90,8 @@ func (s *Stream) keepCapture(used *int64, n int64) bool {
 }
 
 // CaptureExceeded reports whether the original output grew past
-// ChatOptions.CaptureLimit, so that Output and DoneItems are incomplete.
+// ChatOptions.CaptureLimit or ChatOptions.CaptureGrow refused it, so that
+// Output and DoneItems are incomplete.
 func (s *Stream) CaptureExceeded() bool { return s.captureOver }
 
 // Output returns the final output items: the terminal event's output when

@@ -140,7 +140,7 @@ func (c *canon) frame(root uint32, hs ...hash.Hash) {
 	c.s.toHashes(hs...)
 	c.s.writeLen(c.a.nodes[root].size)
 	if c.a.verbatim {
-		c.s.write(c.a.src)
+		c.s.writeThrough(c.a.src)
 	} else {
 		c.a.emit(&c.s, root)
 	}

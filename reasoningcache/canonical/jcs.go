@@ -179,6 +179,20 @@ func (s *sink) write(b []byte) {
 	s.buf = append(s.buf, b...)
 }
 
+// writeThrough writes b like write, but hands it to the hashes directly
+// instead of copying it into the buffer first (a verbatim envelope is
+// hashed as it is).
+func (s *sink) writeThrough(b []byte) {
+	if s.mode {
+		s.out = append(s.out, b...)
+		return
+	}
+	s.flush()
+	for _, h := range s.hs[:s.nh] {
+		h.Write(b)
+	}
+}
+
 func (s *sink) writeString(str string) {
 	if s.mode {
 		s.out = append(s.out, str...)

@@ -189,19 +189,10 @@ func (p *parser) array(depth int) (uint32, bool) {
 			return 0, false
 		}
 		a.stack = append(a.stack, v)
-		p.ws()
-		if p.pos >= p.end {
-			return 0, p.fail(ReasonSyntax)
-		}
-		switch a.src[p.pos] {
-		case ',':
-			p.pos++
-			p.ws()
-		case ']':
-			p.pos++
+		if done, ok := p.next(']'); !ok {
+			return 0, false
+		} else if done {
 			return p.close(kArray, mark)
-		default:
-			return 0, p.fail(ReasonSyntax)
 		}
 	}
 }
@@ -236,21 +227,31 @@ func (p *parser) object(depth int) (uint32, bool) {
 		}
 		a.nodes[v].key = key
 		a.stack = append(a.stack, v)
-		p.ws()
-		if p.pos >= p.end {
-			return 0, p.fail(ReasonSyntax)
-		}
-		switch a.src[p.pos] {
-		case ',':
-			p.pos++
-			p.ws()
-		case '}':
-			p.pos++
+		if done, ok := p.next('}'); !ok {
+			return 0, false
+		} else if done {
 			return p.close(kObject, mark)
-		default:
-			return 0, p.fail(ReasonSyntax)
 		}
 	}
+}
+
+// next consumes what follows a member or an element: a comma and the
+// white space after it (more follow), or closer (done).
+func (p *parser) next(closer byte) (done, ok bool) {
+	p.ws()
+	if p.pos >= p.end {
+		return false, p.fail(ReasonSyntax)
+	}
+	switch p.a.src[p.pos] {
+	case ',':
+		p.pos++
+		p.ws()
+		return false, true
+	case closer:
+		p.pos++
+		return true, true
+	}
+	return false, p.fail(ReasonSyntax)
 }
 
 // close moves the children collected since mark into kids and creates the

@@ -2,9 +2,11 @@
 
 package canonical
 
+import "golang.org/x/sys/cpu"
+
 // useAVX2 selects the AVX2 classifier when the processor and the operating
-// system support it; SSE2 is always there.
-var useAVX2 = cpuHasAVX2()
+// system support it (x/sys/cpu checks both); SSE2 is always there.
+var useAVX2 = cpu.X86.HasAVX2
 
 // blockMasks classifies the 64 bytes of p with AVX2 or SSE2.
 func blockMasks(p *[64]byte) masks {
@@ -27,6 +29,3 @@ func blockMasksSSE2(p *[64]byte) (quote, backslash, letter, other uint64)
 //
 //go:noescape
 func blockMasksAVX2(p *[64]byte) (quote, backslash, letter, other uint64)
-
-// cpuHasAVX2 reports whether AVX2 instructions can be used.
-func cpuHasAVX2() bool

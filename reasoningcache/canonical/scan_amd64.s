@@ -132,32 +132,3 @@ TEXT ·blockMasksAVX2(SB), NOSPLIT, $0-40
 	MOVQ R10, letter+24(FP)
 	MOVQ R11, other+32(FP)
 	RET
-
-// func cpuHasAVX2() bool
-TEXT ·cpuHasAVX2(SB), NOSPLIT, $0-1
-	MOVB $0, ret+0(FP)
-	MOVL $0, AX
-	CPUID
-	CMPL AX, $7
-	JB   done
-	MOVL $1, AX
-	CPUID
-	// OSXSAVE (bit 27) and AVX (bit 28)
-	ANDL $0x18000000, CX
-	CMPL CX, $0x18000000
-	JNE  done
-	// The operating system saves XMM and YMM state.
-	MOVL $0, CX
-	XGETBV
-	ANDL $6, AX
-	CMPL AX, $6
-	JNE  done
-	MOVL $7, AX
-	MOVL $0, CX
-	CPUID
-	// AVX2 (bit 5)
-	SHRL $5, BX
-	ANDL $1, BX
-	MOVB BX, ret+0(FP)
-done:
-	RET

@@ -35,17 +35,8 @@ func (s *Store) Fence(ctx context.Context, f FenceFilter, reason string) (int, e
 	err := s.submit(ctx, op, false, func(w *wtx) error {
 		now := w.nowMs()
 		in := `scope_id IN (SELECT scope_id FROM scopes WHERE ` + match + `)`
-		poison := append(append([]any{reason, now}, args...), append([]any{reason, now}, args...)...)
-		if _, err := w.ExecContext(w.ctx, `
-			INSERT INTO markers (scope_id, kind, digest, reason, intent_id, created_at)
-			SELECT scope_id, 'start_poison', start_digest, ?, intent_id, ? FROM intents WHERE `+in+`
-			UNION ALL
-			SELECT scope_id, 'start_poison', end_digest, ?, intent_id, ? FROM intents WHERE end_digest != '' AND `+in+`
-			ON CONFLICT (scope_id, digest, kind) DO NOTHING`, poison...); err != nil {
-			return fmt.Errorf("poison intents: %w", err)
-		}
-		if _, err := w.ExecContext(w.ctx, `DELETE FROM intents WHERE `+in, args...); err != nil {
-			return fmt.Errorf("remove intents: %w", err)
+		if err := w.poisonIntents(in, reason, args...); err != nil {
+			return err
 		}
 		r, err := w.ExecContext(w.ctx, `UPDATE scopes SET generation = generation + 1, row_version = row_version + 1, updated_at = ?
 			WHERE `+match, append([]any{now}, args...)...)

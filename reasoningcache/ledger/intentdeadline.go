@@ -15,17 +15,8 @@ import (
 func (s *Store) TouchIntent(ctx context.Context, intentID int64, deadline time.Time) error {
 	const op = "touch_intent"
 	return s.submit(ctx, op, false, func(w *wtx) error {
-		res, err := w.ExecContext(w.ctx, `UPDATE intents SET deadline_at = ?, updated_at = ? WHERE intent_id = ?`,
-			unixMs(deadline), w.nowMs(), intentID)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return invalid(op, ReasonIntentMissing, "intent %d", intentID)
-		}
-		return nil
+		return w.execIntent(op, intentID, `UPDATE intents SET deadline_at = ?, updated_at = ? WHERE intent_id = ?`,
+			unixMs(deadline), w.nowMs())
 	})
 }
 
@@ -55,20 +46,7 @@ func (s *Store) ExpireOrphanIntents(ctx context.Context, before time.Time, reaso
 		if n == 0 {
 			return nil
 		}
-		now := w.nowMs()
-		if _, err := w.ExecContext(w.ctx, `
-			INSERT INTO markers (scope_id, kind, digest, reason, intent_id, created_at)
-			SELECT scope_id, 'start_poison', start_digest, ?, intent_id, ? FROM intents WHERE `+where+`
-			UNION ALL
-			SELECT scope_id, 'start_poison', end_digest, ?, intent_id, ? FROM intents WHERE end_digest != '' AND `+where+`
-			ON CONFLICT (scope_id, digest, kind) DO NOTHING`,
-			reason, now, before.UnixMilli(), string(keep), reason, now, before.UnixMilli(), string(keep)); err != nil {
-			return fmt.Errorf("poison intents: %w", err)
-		}
-		if _, err := w.ExecContext(w.ctx, `DELETE FROM intents WHERE `+where, before.UnixMilli(), string(keep)); err != nil {
-			return fmt.Errorf("remove intents: %w", err)
-		}
-		return nil
+		return w.poisonIntents(where, reason, before.UnixMilli(), string(keep))
 	})
 	if err != nil {
 		return 0, err

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -16,7 +17,7 @@ func (s *Store) Candidates(ctx context.Context, scopeID, endDigest string) ([]Ob
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
-	rows, err := s.db.QueryContext(ctx, `
+	rows, err := s.reads.QueryContext(ctx, `
 		SELECT o.observation_id, o.scope_id, o.generation, o.start_digest, o.end_digest, o.envelope_fp,
 			o.payload_fp, o.output_hash, o.plan_count, length(o.prior_plan),
 			CASE WHEN length(o.prior_plan) <= ? AND o.plan_count <= ? THEN o.prior_plan END,
@@ -63,7 +64,7 @@ func (s *Store) Candidates(ctx context.Context, scopeID, endDigest string) ([]Ob
 	}
 	rows.Close()
 	for _, i := range linked {
-		if out[i].PriorPlan, err = s.priorPlan(ctx, s.db, out[i].ID); err != nil {
+		if out[i].PriorPlan, err = s.priorPlan(ctx, s.reads, out[i].ID); err != nil {
 			return nil, err
 		}
 	}
@@ -80,7 +81,7 @@ func (s *Store) ScopeState(ctx context.Context, scopeID string) (st ScopeState, 
 	if s.isClosed() {
 		return st, false, ErrClosed
 	}
-	err = s.db.QueryRowContext(ctx, `
+	err = s.reads.QueryRowContext(ctx, `
 		SELECT scope_id, model, caller, generation, latest_snapshot, row_version FROM scopes WHERE scope_id = ?`,
 		scopeID).Scan(&st.ID, &st.Model, &st.Caller, &st.Generation, &st.LatestSnapshot, &st.RowVersion)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -105,7 +106,8 @@ func (s *Store) ScopeGeneration(ctx context.Context, scopeID string) (int64, err
 // Payload returns a payload by id. Its size is checked against
 // Options.MaxPayloadBytes before the JSON is loaded. Payloads come from a
 // small bounded cache when the cached row version is still current; the
-// returned Output is shared and must not be modified.
+// returned Output is shared and must not be modified. Output is valid
+// JSON: it is checked once, when it is loaded from the database.
 func (s *Store) Payload(ctx context.Context, id int64) (*Payload, error) {
 	if s.isClosed() {
 		return nil, ErrClosed
@@ -116,7 +118,7 @@ func (s *Store) Payload(ctx context.Context, id int64) (*Payload, error) {
 		stored   int64
 		hasValue bool
 	)
-	err := s.db.QueryRowContext(ctx, `
+	err := s.reads.QueryRowContext(ctx, `
 		SELECT payload_id, fingerprint, size, length(CAST(output AS BLOB)), touched_at, row_version
 		FROM payloads WHERE payload_id = ?`, id).Scan(&p.ID, &p.Fingerprint, &p.Size, &stored, &touched, &p.RowVersion)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -134,7 +136,7 @@ func (s *Store) Payload(ctx context.Context, id int64) (*Payload, error) {
 	}
 	if !hasValue {
 		var out string
-		err := s.db.QueryRowContext(ctx, `SELECT output FROM payloads WHERE payload_id = ? AND row_version = ?`,
+		err := s.reads.QueryRowContext(ctx, `SELECT output FROM payloads WHERE payload_id = ? AND row_version = ?`,
 			id, p.RowVersion).Scan(&out)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("%w: payload %d changed while reading", ErrNotFound, id)
@@ -143,6 +145,10 @@ func (s *Store) Payload(ctx context.Context, id int64) (*Payload, error) {
 			return nil, fmt.Errorf("ledger: payload %d: %w", id, err)
 		}
 		p.Output = []byte(out)
+		if !json.Valid(p.Output) {
+			// admitted payloads are valid JSON: this one was damaged
+			return nil, fmt.Errorf("ledger: payload %d is not valid JSON", id)
+		}
 		s.cache.put(id, p.RowVersion, p.Output)
 	}
 	return &p, nil
@@ -154,13 +160,21 @@ func (s *Store) UnresolvedIntents(ctx context.Context, limit int) ([]Intent, err
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
-	rows, err := s.db.QueryContext(ctx, `
-		SELECT intent_id, scope_id, generation, phase, start_digest, start_position, end_digest,
-			plan_count, CASE WHEN length(plan) <= ? AND plan_count <= ? THEN plan END, deadline_at, created_at
+	rows, err := s.reads.QueryContext(ctx, `
+		SELECT `+intentColumns+`, plan_count, CASE WHEN length(plan) <= ? AND plan_count <= ? THEN plan END
 		FROM intents ORDER BY intent_id LIMIT ?`, s.opts.MaxPlanBytes, s.opts.MaxPlanSteps, limit)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: intents: %w", err)
 	}
+	return s.scanIntents(rows, true)
+}
+
+// intentColumns are the intent columns scanIntents reads first.
+const intentColumns = `intent_id, scope_id, generation, phase, start_digest, start_position, end_digest, deadline_at, created_at`
+
+// scanIntents reads and closes rows of intentColumns, followed, withPlan,
+// by plan_count and the plan (NULL when over the size limits).
+func (s *Store) scanIntents(rows *sql.Rows, withPlan bool) ([]Intent, error) {
 	defer rows.Close()
 	var out []Intent
 	for rows.Next() {
@@ -169,15 +183,22 @@ func (s *Store) UnresolvedIntents(ctx context.Context, limit int) ([]Intent, err
 			count, dl, created int64
 			plan               sql.NullString
 		)
-		if err := rows.Scan(&in.ID, &in.ScopeID, &in.Generation, &in.Phase, &in.StartDigest, &in.StartPosition,
-			&in.EndDigest, &count, &plan, &dl, &created); err != nil {
+		dest := []any{&in.ID, &in.ScopeID, &in.Generation, &in.Phase, &in.StartDigest, &in.StartPosition,
+			&in.EndDigest, &dl, &created}
+		if withPlan {
+			dest = append(dest, &count, &plan)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("ledger: intents: %w", err)
 		}
-		if !plan.Valid {
-			return nil, fmt.Errorf("%w: intent %d plan", ErrTooLarge, in.ID)
-		}
-		if in.Plan, err = s.decodePlan(plan.String, count); err != nil {
-			return nil, fmt.Errorf("intent %d: %w", in.ID, err)
+		if withPlan {
+			if !plan.Valid {
+				return nil, fmt.Errorf("%w: intent %d plan", ErrTooLarge, in.ID)
+			}
+			var err error
+			if in.Plan, err = s.decodePlan(plan.String, count); err != nil {
+				return nil, fmt.Errorf("intent %d: %w", in.ID, err)
+			}
 		}
 		if dl != 0 {
 			in.Deadline = time.UnixMilli(dl)
@@ -198,7 +219,7 @@ func (s *Store) CoverageGap(ctx context.Context) (bool, error) {
 		return false, ErrClosed
 	}
 	var gap bool
-	if err := s.db.QueryRowContext(ctx, `SELECT coverage_gap FROM meta`).Scan(&gap); err != nil {
+	if err := s.reads.QueryRowContext(ctx, `SELECT coverage_gap FROM meta`).Scan(&gap); err != nil {
 		return false, fmt.Errorf("ledger: coverage gap: %w", err)
 	}
 	return gap, nil

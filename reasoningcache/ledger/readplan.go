@@ -40,7 +40,7 @@ func (s *Store) Observations(ctx context.Context, scopeID string, ids []int64) (
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `
+	rows, err := s.reads.QueryContext(ctx, `
 		SELECT observation_id, scope_id, generation, start_digest, end_digest, envelope_fp, payload_fp,
 			output_hash, intent_id, snapshot, replayable, payload_id, created_at, row_version, model_snapshot
 		FROM observations
@@ -85,7 +85,7 @@ func (s *Store) MarkersAt(ctx context.Context, scopeID string, digests []string)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `
+	rows, err := s.reads.QueryContext(ctx, `
 		SELECT scope_id, kind, digest, reason, intent_id FROM markers
 		WHERE scope_id = ? AND digest IN (SELECT value FROM json_each(?)) ORDER BY digest, kind`, scopeID, keys)
 	if err != nil {
@@ -119,34 +119,13 @@ func (s *Store) IntentsAt(ctx context.Context, scopeID string, startDigests []st
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `
-		SELECT intent_id, scope_id, generation, phase, start_digest, start_position, end_digest, deadline_at, created_at
-		FROM intents WHERE scope_id = ? AND start_digest IN (SELECT value FROM json_each(?))
+	rows, err := s.reads.QueryContext(ctx, `
+		SELECT `+intentColumns+` FROM intents WHERE scope_id = ? AND start_digest IN (SELECT value FROM json_each(?))
 		ORDER BY intent_id`, scopeID, keys)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: intents: %w", err)
 	}
-	defer rows.Close()
-	var out []Intent
-	for rows.Next() {
-		var (
-			in          Intent
-			dl, created int64
-		)
-		if err := rows.Scan(&in.ID, &in.ScopeID, &in.Generation, &in.Phase, &in.StartDigest, &in.StartPosition,
-			&in.EndDigest, &dl, &created); err != nil {
-			return nil, fmt.Errorf("ledger: intents: %w", err)
-		}
-		if dl != 0 {
-			in.Deadline = time.UnixMilli(dl)
-		}
-		in.CreatedAt = time.UnixMilli(created)
-		out = append(out, in)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("ledger: intents: %w", err)
-	}
-	return out, nil
+	return s.scanIntents(rows, false)
 }
 
 // maxSnapshots bounds how many snapshots Snapshots returns.
@@ -158,7 +137,7 @@ func (s *Store) Snapshots(ctx context.Context, scopeID string) ([]SnapshotSeen, 
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
-	rows, err := s.db.QueryContext(ctx, `
+	rows, err := s.reads.QueryContext(ctx, `
 		SELECT snapshot, last_seen_at, last_seq FROM scope_snapshots WHERE scope_id = ?
 		ORDER BY last_seq DESC LIMIT ?`, scopeID, maxSnapshots)
 	if err != nil {

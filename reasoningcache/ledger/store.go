@@ -167,6 +167,7 @@ type Store struct {
 	opts   Options
 	log    *zap.Logger
 	db     *sql.DB    // pooled connections for reads and checkpoints
+	reads  *readStmts // the read path's statements, prepared on db
 	wconn  *sql.Conn  // the writer goroutine's connection
 	wstmts *stmtCache // statements prepared on wconn, used by the writer only
 	lock   *ownerLock
@@ -198,7 +199,11 @@ type Store struct {
 
 // dsn returns the connection string: every pooled connection gets WAL,
 // foreign keys, synchronous=FULL, no automatic checkpoint and a WAL that
-// SQLite truncates to walLimit when it restarts it.
+// SQLite truncates to walLimit when it restarts it. Temporary storage is
+// in memory: the writer runs each operation in a savepoint, whose
+// statement journal would otherwise spill to a new temporary file (open,
+// write, unlink) in nearly every commit that stores a payload. It holds
+// only the pages one operation rewrites and is not part of durability.
 func dsn(path string, busy time.Duration, walLimit int64) string {
 	return path + "?" + strings.Join([]string{
 		fmt.Sprintf("_pragma=busy_timeout(%d)", busy.Milliseconds()),
@@ -206,6 +211,7 @@ func dsn(path string, busy time.Duration, walLimit int64) string {
 		"_pragma=foreign_keys(1)",
 		"_pragma=synchronous(FULL)",
 		"_pragma=wal_autocheckpoint(0)",
+		"_pragma=temp_store(2)",
 		fmt.Sprintf("_pragma=journal_size_limit(%d)", walLimit),
 		"_txlock=immediate",
 	}, "&")
@@ -297,6 +303,7 @@ func open(abs string, lock *ownerLock, opts Options) (*Store, error) {
 		opts:   opts,
 		log:    opts.Logger,
 		db:     db,
+		reads:  newReadStmts(db),
 		wconn:  wconn,
 		wstmts: newStmtCache(wconn),
 		lock:   lock,
@@ -372,6 +379,7 @@ func (s *Store) Close() error {
 		close(s.quit)
 		<-s.done
 		s.wstmts.close()
+		s.reads.close()
 		var errs []error
 		if _, err := s.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 			errs = append(errs, fmt.Errorf("checkpoint: %w", err))
