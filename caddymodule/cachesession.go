@@ -189,6 +189,14 @@ func (cs *cacheSession) progress() {
 	}
 }
 
+// answered lets the session drop the input it kept for a resend: the
+// upstream accepted the request.
+func (cs *cacheSession) answered() {
+	if cs != nil {
+		cs.s.Answered()
+	}
+}
+
 // dropReplay re-plans the request without replay after the upstream
 // rejected replayed reasoning, recording a conflict for those turns.
 func (cs *cacheSession) dropReplay(ctx context.Context, treq *translate.Request) error {

@@ -121,6 +121,7 @@ func (rq *request) postChat(ctx context.Context, treq *translate.Request, cs *ca
 			// the upstream has the body: its input items (about the size
 			// of the history) need not stay while the answer is relayed
 			treq.Input = nil
+			cs.answered()
 			return resp, true
 		}
 		e, ok := rq.upstreamError(ctx, resp, idle)

@@ -3,6 +3,7 @@ package reasoningcache
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -54,6 +55,7 @@ type Session struct {
 	// clean resolve (finish poisons instead, or leaves the intent).
 	unrecorded string
 	ended      bool
+	answered   bool // Answered ran: the input is no longer held
 	lease      *lease
 }
 
@@ -114,6 +116,18 @@ func (s *Session) Dispatched() bool {
 	return s.intent != 0
 }
 
+// Answered tells the session that the upstream accepted the request
+// (answered 2xx): the input it kept for a resend without replay is no
+// longer needed, and the session stops holding it, so that a large
+// history can be collected while the answer is relayed. DropReplay must
+// not be called after it.
+func (s *Session) Answered() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.answered = true
+	s.plain, s.input = nil, nil
+}
+
 // DropReplay is for an upstream that rejected the replayed reasoning (400
 // invalid_encrypted_content or 404 item not found) before any byte reached
 // the client: it writes end-conflict markers for exactly the replayed
@@ -125,6 +139,9 @@ func (s *Session) Dispatched() bool {
 func (s *Session) DropReplay(ctx context.Context) ([]json.RawMessage, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.answered {
+		return nil, errors.New("reasoningcache: drop replay: the upstream already answered")
+	}
 	if s.ended || s.completed || s.replayed == 0 || s.intent == 0 {
 		return s.input, nil
 	}
