@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile" // registers the caddyfile adapter
@@ -75,7 +76,9 @@ func TestDirectiveOrder(t *testing.T) {
 }
 
 // TestCacheOptionAdapts: every reasoning_cache option reaches its JSON
-// field, and repeated blocks merge.
+// field, and repeated blocks merge. The second block uses the former names
+// max_plan_records and generation_timeout, which stay accepted and adapt
+// to max_plan_blocks and intent_timeout.
 func TestCacheOptionAdapts(t *testing.T) {
 	cfg := adapt(t, `{
 	reasoning_cache {
@@ -102,8 +105,40 @@ func TestCacheOptionAdapts(t *testing.T) {
 	respond ok
 }`)
 	raw, _ := json.Marshal(cfg["apps"].(map[string]any)["reasoning_cache"])
-	want := `{"database":"/tmp/x.sqlite","disk_admission":536870912,"enabled":true,"entry_allowance":2097152,"generation_timeout":120000000000,"max_concurrent":3,"max_plan_records":9,"memory_budget":67108864,"replay_ceiling":8388608,"replay_retry":false,"reserve":8388608,"retention":5184000000000000,"snapshot_dir":"/tmp/snaps","snapshot_free_margin":1048576,"snapshot_max_source":2097152}`
+	want := `{"database":"/tmp/x.sqlite","disk_admission":536870912,"enabled":true,"entry_allowance":2097152,"intent_timeout":120000000000,"max_concurrent":3,"max_plan_blocks":9,"memory_budget":67108864,"replay_ceiling":8388608,"replay_retry":false,"reserve":8388608,"retention":5184000000000000,"snapshot_dir":"/tmp/snaps","snapshot_free_margin":1048576,"snapshot_max_source":2097152}`
 	if string(raw) != want {
 		t.Fatalf("adapted\n%s\nwant\n%s", raw, want)
+	}
+}
+
+// TestCacheFormerNames: JSON configs written with the former option names
+// keep their meaning, and a config that gives both names different values
+// is refused rather than guessed at.
+func TestCacheFormerNames(t *testing.T) {
+	var a CacheApp
+	if err := json.Unmarshal([]byte(`{"max_plan_records":9,"generation_timeout":120000000000}`), &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.resolveFormerNames(); err != nil {
+		t.Fatal(err)
+	}
+	if a.MaxPlanBlocks != 9 || time.Duration(a.IntentTimeout) != 2*time.Minute {
+		t.Fatalf("former names: max_plan_blocks %d, intent_timeout %s", a.MaxPlanBlocks, time.Duration(a.IntentTimeout))
+	}
+	for _, raw := range []string{
+		`{"max_plan_records":9,"max_plan_blocks":8}`,
+		`{"generation_timeout":120000000000,"intent_timeout":60000000000}`,
+	} {
+		var b CacheApp
+		if err := json.Unmarshal([]byte(raw), &b); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.resolveFormerNames(); err == nil {
+			t.Errorf("%s: no error", raw)
+		}
+	}
+	same := CacheApp{MaxPlanRecords: 9, MaxPlanBlocks: 9}
+	if err := same.resolveFormerNames(); err != nil || same.MaxPlanBlocks != 9 {
+		t.Errorf("the same value under both names: %v, %d", err, same.MaxPlanBlocks)
 	}
 }

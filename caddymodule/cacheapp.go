@@ -32,8 +32,8 @@ var ErrCacheDisabled = errors.New("reasoning cache is disabled")
 // Timings of the app; variables so that tests can shorten them (the
 // ledger pool's are in ledgerpool.go).
 var (
-	// sweepInterval is how often the app expires abandoned generations
-	// (generation_timeout).
+	// sweepInterval is how often the app expires abandoned intents
+	// (intent_timeout).
 	sweepInterval = 30 * time.Second
 	// startWait bounds how long a request that arrives before the app has
 	// started (Caddy starts apps in no fixed order) waits for the ledger
@@ -86,13 +86,25 @@ type CacheApp struct {
 	// in bytes. Default: 16 MiB.
 	ReplayCeiling int64 `json:"replay_ceiling,omitempty"`
 
-	// MaxPlanRecords bounds how many earlier turns one request may replay.
-	// Default: 256.
+	// MaxPlanBlocks bounds how many earlier turns one request may replay,
+	// each as its original output block. Default: 256.
+	MaxPlanBlocks int `json:"max_plan_blocks,omitempty"`
+
+	// IntentTimeout is how long a dispatched request's upstream answer may
+	// stay inactive (no event, no body bytes) before the cache gives up on
+	// it and refuses to replay anything from its position. Default: 15m.
+	IntentTimeout caddy.Duration `json:"intent_timeout,omitempty"`
+
+	// MaxPlanRecords is the former name of max_plan_blocks, still
+	// accepted; setting both to different values is an error.
+	//
+	// Deprecated: use max_plan_blocks.
 	MaxPlanRecords int `json:"max_plan_records,omitempty"`
 
-	// GenerationTimeout is how long an unresolved upstream generation may
-	// stay inactive before the cache gives up on it and refuses to replay
-	// anything from its position. Default: 15m.
+	// GenerationTimeout is the former name of intent_timeout, still
+	// accepted; setting both to different values is an error.
+	//
+	// Deprecated: use intent_timeout.
 	GenerationTimeout caddy.Duration `json:"generation_timeout,omitempty"`
 
 	// ReplayRetry resends a request once without replayed reasoning when
@@ -177,6 +189,9 @@ func (a *CacheApp) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("database path %q: %w", a.Database, err)
 	}
 	a.key = filepath.Clean(abs)
+	if err := a.resolveFormerNames(); err != nil {
+		return err
+	}
 	if err := a.engineConfig().Check(); err != nil {
 		return err
 	}
@@ -353,14 +368,14 @@ func (a *CacheApp) sweepLoop() {
 // Defaults and range checks are the engine's (reasoningcache.New).
 func (a *CacheApp) engineConfig() reasoningcache.Config {
 	return reasoningcache.Config{
-		MemoryBudget:      a.MemoryBudget,
-		MaxConcurrent:     a.MaxConcurrent,
-		EntryAllowance:    a.EntryAllowance,
-		ReplayCeiling:     a.ReplayCeiling,
-		MaxPlanRecords:    a.MaxPlanRecords,
-		GenerationTimeout: time.Duration(a.GenerationTimeout),
-		Logger:            a.logger.Named("engine"),
-		Counters:          engineCounters,
+		MemoryBudget:   a.MemoryBudget,
+		MaxConcurrent:  a.MaxConcurrent,
+		EntryAllowance: a.EntryAllowance,
+		ReplayCeiling:  a.ReplayCeiling,
+		MaxPlanBlocks:  a.MaxPlanBlocks,
+		IntentTimeout:  time.Duration(a.IntentTimeout),
+		Logger:         a.logger.Named("engine"),
+		Counters:       engineCounters,
 	}
 }
 

@@ -26,8 +26,8 @@ func init() {
 //			max_concurrent     <n>         # full-cache sessions at once; default 10
 //			entry_allowance    <size>      # default 4MiB
 //			replay_ceiling     <size>      # replayed output per request; default 16MiB
-//			max_plan_records   <n>         # default 256
-//			generation_timeout <duration>  # default 15m of inactivity
+//			max_plan_blocks    <n>         # default 256 (formerly max_plan_records)
+//			intent_timeout     <duration>  # default 15m of inactivity (formerly generation_timeout)
 //			replay_retry       <bool>      # default on
 //			retention          <duration>  # idle age before cleanup may delete an output; default and minimum 30d
 //			disk_admission     <size>      # no new outputs stored above this database+WAL size; default 1GiB
@@ -97,12 +97,12 @@ func parseCacheAppOption(d *caddyfile.Dispenser, existingVal any) (any, error) {
 			if err := intArg(d, &app.MaxConcurrent); err != nil {
 				return nil, err
 			}
-		case "max_plan_records":
-			if err := intArg(d, &app.MaxPlanRecords); err != nil {
+		case "max_plan_blocks", "max_plan_records": // the former name stays accepted
+			if err := intArg(d, &app.MaxPlanBlocks); err != nil {
 				return nil, err
 			}
-		case "generation_timeout":
-			if err := durationArg(d, &app.GenerationTimeout); err != nil {
+		case "intent_timeout", "generation_timeout": // the former name stays accepted
+			if err := durationArg(d, &app.IntentTimeout); err != nil {
 				return nil, err
 			}
 		case "replay_retry":

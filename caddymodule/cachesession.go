@@ -63,7 +63,7 @@ func (h *Handler) replayRetry() bool { return h.cache != nil && h.cache.replayRe
 type cacheSession struct {
 	s   *reasoningcache.Session
 	log *zap.Logger // the handler's, with the request ID
-	// allowance is the engine's per-request capture allowance
+	// allowance is the engine's per-request recording allowance (the entry allowance)
 	allowance int64
 	// commitTimeout bounds complete (the handler's delivery_timeout)
 	commitTimeout time.Duration
@@ -163,22 +163,22 @@ func (cs *cacheSession) replayed() int {
 // intent, so the output will be observed.
 func (cs *cacheSession) handled() bool { return cs != nil && cs.s.Dispatched() }
 
-// captureLimit is the entry allowance a stream's capture keeps at most
-// (0: nothing is captured for the cache anyway).
-func (cs *cacheSession) captureLimit() int64 {
+// recordLimit is the entry allowance a stream's recording keeps at most
+// (0: nothing is recorded for the cache anyway).
+func (cs *cacheSession) recordLimit() int64 {
 	if !cs.handled() {
 		return 0
 	}
 	return cs.allowance
 }
 
-// captureGrow charges a stream's capture to the cache's memory budget as
-// it grows (nil when nothing is captured for the cache).
-func (cs *cacheSession) captureGrow() func(int64) bool {
+// recordGrow charges a stream's recording to the cache's memory budget as
+// it grows (nil when nothing is recorded for the cache).
+func (cs *cacheSession) recordGrow() func(int64) bool {
 	if !cs.handled() {
 		return nil
 	}
-	return cs.s.GrowCapture
+	return cs.s.GrowRecord
 }
 
 // progress renews the generation inactivity deadline of the session's

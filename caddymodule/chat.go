@@ -96,8 +96,8 @@ func (rq *request) chatOptions(treq *translate.Request, cs *cacheSession) transl
 		Created:      rq.start.Unix(),
 		Model:        treq.Model,
 		IncludeUsage: treq.IncludeUsage,
-		CaptureLimit: cs.captureLimit(),
-		CaptureGrow:  cs.captureGrow(),
+		RecordLimit:  cs.recordLimit(),
+		RecordGrow:   cs.recordGrow(),
 	}
 }
 
@@ -217,7 +217,7 @@ func (a *chatStream) succeeded() bool         { return a.conv.Succeeded() }
 func (a *chatStream) outcome() reasoningcache.Outcome {
 	s := a.conv.s
 	out := outcomeOf(s.Status(), s.Snapshot(), s.Output(), s.DoneItems(), s.Sent())
-	out.CaptureExceeded = s.CaptureExceeded()
+	out.RecordExceeded = s.RecordExceeded()
 	return out
 }
 func (a *chatStream) writeEnd() bool { return a.rq.endStream(a.es, a.conv) }

@@ -14,8 +14,8 @@ import (
 
 // TestCapacityEightLongConversations: under the default budget, eight
 // concurrent 2 MB conversations that replay ten earlier turns each are all
-// admitted with their replay and their capture, because a session is
-// charged what its request holds (history, input, replay, capture), not
+// admitted with their replay and their record, because a session is
+// charged what its request holds (history, input, replay, record), not
 // the worst case (2 × entry_allowance up front: only seven fitted).
 func TestCapacityEightLongConversations(t *testing.T) {
 	if testing.Short() {
@@ -39,12 +39,12 @@ func TestCapacityEightLongConversations(t *testing.T) {
 	admitted := 0
 	for k, s := range sessions {
 		out := streamedOutcome(k)
-		if s.Skip() == "" && s.Replayed() == cycleTurns && s.GrowCapture(arrayLen(out.Output)+arrayLen(out.DoneItems)) {
+		if s.Skip() == "" && s.Replayed() == cycleTurns && s.GrowRecord(arrayLen(out.Output)+arrayLen(out.DoneItems)) {
 			admitted++
 		}
 	}
 	st := e.eng.Stats()
-	t.Logf("8 concurrent 2 MB conversations: %d admitted with replay and capture; %d of %d bytes charged",
+	t.Logf("8 concurrent 2 MB conversations: %d admitted with replay and record; %d of %d bytes charged",
 		admitted, st.BytesUsed, st.Capacity)
 	for k, s := range sessions {
 		must(t, s.Complete(ctx, streamedOutcome(k)))
@@ -58,11 +58,11 @@ func TestCapacityEightLongConversations(t *testing.T) {
 	}
 }
 
-// TestCapacityBound: whatever sessions, replays and captures run at once,
+// TestCapacityBound: whatever sessions, replays and recordings run at once,
 // the bytes charged never exceed the capacity nor the sessions
-// max_concurrent, and everything is returned at the end. A capture the
+// max_concurrent, and everything is returned at the end. A recording the
 // budget refused ends as documented: its position is poisoned
-// (capture_over_budget), so that output is never replayed.
+// (record_over_budget), so that output is never replayed.
 func TestCapacityBound(t *testing.T) {
 	// capacity 8 MiB - 256 KiB hot cache - 1 MiB scratch - 1 MiB ceiling
 	e := newEnv(t, Config{MemoryBudget: 8 << 20, ReplayCeiling: 1 << 20, MaxConcurrent: 6,
@@ -106,10 +106,10 @@ func TestCapacityBound(t *testing.T) {
 					c.assistant(k, tu)
 					continue
 				}
-				// a capture of up to 3 MiB, in stream-sized steps
+				// a recording of up to 3 MiB, in stream-sized steps
 				kept := true
 				for left := rng.Int64N(3 << 20); left > 0 && kept; left -= 16 << 10 {
-					kept = s.GrowCapture(min(left, 16<<10))
+					kept = s.GrowRecord(min(left, 16<<10))
 				}
 				if !kept {
 					refused.Add(1)
@@ -118,12 +118,12 @@ func TestCapacityBound(t *testing.T) {
 					errs <- err
 				}
 				if !kept && s.Dispatched() {
-					errs <- fmt.Errorf("conversation %d turn %d: a refused capture left its intent clean", g, k)
+					errs <- fmt.Errorf("conversation %d turn %d: a refused record left its intent clean", g, k)
 				}
 				if !kept {
 					ms, err := e.store.Markers(context.Background(), s.scope.ID, s.start)
 					if err != nil || len(ms) == 0 || ms[0].Kind != ledger.MarkerStartPoison {
-						errs <- fmt.Errorf("conversation %d turn %d: refused capture, markers %+v %v", g, k, ms, err)
+						errs <- fmt.Errorf("conversation %d turn %d: refused record, markers %+v %v", g, k, ms, err)
 					} else {
 						poisoned.Add(1)
 					}
@@ -146,14 +146,14 @@ func TestCapacityBound(t *testing.T) {
 	if st := e.eng.Stats(); st.Sessions != 0 || st.BytesUsed != 0 {
 		t.Fatalf("after every session ended: %+v", st)
 	}
-	t.Logf("%d captures refused by the budget, %d positions poisoned", refused.Load(), poisoned.Load())
+	t.Logf("%d recordings refused by the budget, %d positions poisoned", refused.Load(), poisoned.Load())
 }
 
-// TestCaptureRefusedPoisons: a session that got its request's charge but
-// cannot grow it for the capture poisons its position at Complete, both
-// when the adapter asked GrowCapture (stream) and when Complete itself
+// TestRecordRefusedPoisons: a session that got its request's charge but
+// cannot grow it for the recording poisons its position at Complete, both
+// when the adapter asked GrowRecord (stream) and when Complete itself
 // charges the output (JSON body), even if the outcome looks complete.
-func TestCaptureRefusedPoisons(t *testing.T) {
+func TestRecordRefusedPoisons(t *testing.T) {
 	for _, stream := range []bool{true, false} {
 		t.Run(fmt.Sprint("stream=", stream), func(t *testing.T) {
 			e := newEnv(t, Config{})
@@ -165,25 +165,25 @@ func TestCaptureRefusedPoisons(t *testing.T) {
 				t.Fatal("could not take the rest of the budget")
 			}
 			defer hog.release()
-			if stream && s.GrowCapture(1) {
-				t.Fatal("GrowCapture beyond the budget succeeded")
+			if stream && s.GrowRecord(1) {
+				t.Fatal("GrowRecord beyond the budget succeeded")
 			}
 			must(t, s.Complete(context.Background(), mixedTurns[1].outcome(1)))
 			s.Delivered(context.Background())
-			e.wantPoisoned(t, s, logs, "capture_over_budget")
+			e.wantPoisoned(t, s, logs, "record_over_budget")
 		})
 	}
 }
 
-// TestGrowCapturePassThrough: a session without the cache captures
+// TestGrowRecordPassThrough: a session without the cache recordings
 // nothing and charges nothing.
-func TestGrowCapturePassThrough(t *testing.T) {
+func TestGrowRecordPassThrough(t *testing.T) {
 	e := newEnv(t, Config{Limits: canonical.Limits{MaxMessages: 1}})
 	c := newConv(t, canonical.ShapeChat)
 	c.user("q1")
 	s := e.prepare(c)
-	if s.Skip() == "" || s.GrowCapture(1) {
-		t.Fatalf("skip %q: a pass-through session took a capture", s.Skip())
+	if s.Skip() == "" || s.GrowRecord(1) {
+		t.Fatalf("skip %q: a pass-through session took a recording", s.Skip())
 	}
 	s.Release(context.Background())
 }

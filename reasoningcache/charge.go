@@ -9,17 +9,17 @@ import "sync"
 //   - the visible history and the translated input, byte for byte (the
 //     envelopes the client sent and what they became);
 //   - the replayed output items, once the plan has loaded them;
-//   - the captured output, as the capture grows (GrowCapture), and at
+//   - the recorded output, as the recording grows (GrowRecord), and at
 //     Complete the output the engine checks and the payload it commits.
 //
 // A charge only grows while the session lives and is returned whole when
 // it ends. Growth that the budget cannot hold is refused: a plan is then
-// dispatched without replay, and a capture stops and poisons its position
-// (capture_over_budget), so a refused charge never becomes a wrong replay.
+// dispatched without replay, and a recording stops and poisons its position
+// (record_over_budget), so a refused charge never becomes a wrong replay.
 
-// captureChunk is the step in which a capture's charge grows, so that a
+// recordChunk is the step in which a recording's charge grows, so that a
 // stream of small events does not take the engine's lock for each.
-const captureChunk = 64 << 10
+const recordChunk = 64 << 10
 
 // requestCharge is what Prepare charges a request up front: the session
 // base, its history and its translated input.
@@ -34,29 +34,29 @@ func requestCharge(req *Request) int64 {
 	return n
 }
 
-// capture is the charge accounting of one session's captured output.
-type capture struct {
+// recording is the charge accounting of one session's recorded output.
+type recording struct {
 	mu      sync.Mutex
-	used    int64 // bytes the capture holds
+	used    int64 // bytes the recording holds
 	charged int64 // bytes charged to the lease for it
 	refused bool  // the budget refused it: the output is not known
 }
 
-// GrowCapture charges n more bytes of captured upstream output to the
+// GrowRecord charges n more bytes of recorded upstream output to the
 // session (the adapter calls it before keeping them) and reports whether
 // the memory budget holds them. After the first false it always reports
-// false: the capture must stop keeping output, and Complete then poisons
-// the request's position (capture_over_budget) whatever output it is
-// given. A session that does not capture (pass-through, ended) reports
+// false: the recording must stop keeping output, and Complete then poisons
+// the request's position (record_over_budget) whatever output it is
+// given. A session that does not record (pass-through, ended) reports
 // false. It is safe to call from any goroutine.
-func (s *Session) GrowCapture(n int64) bool {
+func (s *Session) GrowRecord(n int64) bool {
 	if n < 0 || s.lease == nil {
 		return false
 	}
-	c := &s.capture
+	c := &s.rec
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.cover(s.lease, c.used+n, captureChunk) {
+	if !c.cover(s.lease, c.used+n, recordChunk) {
 		return false
 	}
 	c.used += n
@@ -66,7 +66,7 @@ func (s *Session) GrowCapture(n int64) bool {
 // cover makes the charge at least need bytes, growing the lease by at
 // least step at a time. It reports false, now and from then on, when the
 // budget refuses.
-func (c *capture) cover(l *lease, need, step int64) bool {
+func (c *recording) cover(l *lease, need, step int64) bool {
 	if c.refused {
 		return false
 	}
@@ -82,8 +82,8 @@ func (c *capture) cover(l *lease, need, step int64) bool {
 }
 
 // chargeOutcome makes sure the lease holds what Complete works on: the
-// captured copies and the payload joined from them. It reports false when
-// the budget refused the capture now or earlier.
+// recorded copies and the payload joined from them. It reports false when
+// the budget refused the recording now or earlier.
 func (s *Session) chargeOutcome(out *Outcome, payload int64) bool {
 	var held int64
 	for _, it := range out.Output {
@@ -95,7 +95,7 @@ func (s *Session) chargeOutcome(out *Outcome, payload int64) bool {
 	if s.lease == nil {
 		return false
 	}
-	c := &s.capture
+	c := &s.rec
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.cover(s.lease, held+payload, 0)

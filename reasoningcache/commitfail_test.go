@@ -105,7 +105,7 @@ func TestCommitFailureThatCannotPoisonLeavesTheIntent(t *testing.T) {
 	if len(in) != 1 {
 		t.Fatalf("%d unresolved intents, want the one whose outcome is unknown", len(in))
 	}
-	e.clk.Add(DefaultGenerationTimeout + time.Minute)
+	e.clk.Add(DefaultIntentTimeout + time.Minute)
 	must(t, e.eng.Sweep(context.Background()))
 	ms, err := e.store.Markers(context.Background(), s.scope.ID, s.start)
 	must(t, err)
@@ -156,7 +156,7 @@ func TestOverBudgetOutputIsObservedNotAdmitted(t *testing.T) {
 	if s.Replayed() != 0 {
 		t.Fatal("replayed an output over the entry allowance")
 	}
-	cands, err := e.store.Candidates(context.Background(), s.scope.ID, s.d.Blocks[0].EndDigest.String())
+	cands, err := e.store.Candidates(context.Background(), s.scope.ID, s.d.Turns[0].EndDigest.String())
 	must(t, err)
 	if len(cands) != 1 || cands[0].Replayable || cands[0].PayloadID != 0 {
 		t.Fatalf("candidates %+v, want one observation without payload", cands)

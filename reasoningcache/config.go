@@ -12,21 +12,21 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultMemoryBudget      = 128 << 20
-	DefaultMaxConcurrent     = 10
-	DefaultEntryAllowance    = 4 << 20
-	DefaultReplayCeiling     = 16 << 20
-	DefaultMaxPlanRecords    = 256
-	DefaultGenerationTimeout = 15 * time.Minute
+	DefaultMemoryBudget   = 128 << 20
+	DefaultMaxConcurrent  = 10
+	DefaultEntryAllowance = 4 << 20
+	DefaultReplayCeiling  = 16 << 20
+	DefaultMaxPlanBlocks  = 256
+	DefaultIntentTimeout  = 15 * time.Minute
 )
 
 // SessionBase is the fixed part of every session's charge against the
 // memory budget (the rest is measured: see the package documentation).
 const SessionBase = 64 << 10
 
-// SnapshotWindow is how long a model snapshot other than a scope's latest
+// ModelSnapshotWindow is how long a model snapshot other than a scope's latest
 // stays acceptable for replay after it was last observed.
-const SnapshotWindow = 24 * time.Hour
+const ModelSnapshotWindow = 24 * time.Hour
 
 // maxHotCache caps the ledger's payload cache share of the budget.
 const maxHotCache = 4 << 20
@@ -38,18 +38,18 @@ type Config struct {
 	MemoryBudget int64
 	// MaxConcurrent bounds the full-cache sessions at once (default 10).
 	MaxConcurrent int
-	// EntryAllowance bounds one captured output (default 4 MiB). It may
+	// EntryAllowance bounds one recorded output (default 4 MiB). It may
 	// not exceed the ledger's payload limit (16 MiB): an admitted output
 	// must always fit a ledger payload.
 	EntryAllowance int64
 	// ReplayCeiling bounds the replayed output bytes of one request
 	// (default 16 MiB).
 	ReplayCeiling int64
-	// MaxPlanRecords bounds the steps of one plan (default 256).
-	MaxPlanRecords int
-	// GenerationTimeout is the inactivity after which Sweep poisons and
+	// MaxPlanBlocks bounds the blocks of one plan (default 256).
+	MaxPlanBlocks int
+	// IntentTimeout is the inactivity after which Sweep poisons and
 	// removes an unresolved intent (default 15m).
-	GenerationTimeout time.Duration
+	IntentTimeout time.Duration
 	// Limits are the canonical identity limits (zero: the defaults).
 	Limits canonical.Limits
 	// Now is the clock (default time.Now).
@@ -95,11 +95,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ReplayCeiling == 0 {
 		c.ReplayCeiling = DefaultReplayCeiling
 	}
-	if c.MaxPlanRecords == 0 {
-		c.MaxPlanRecords = DefaultMaxPlanRecords
+	if c.MaxPlanBlocks == 0 {
+		c.MaxPlanBlocks = DefaultMaxPlanBlocks
 	}
-	if c.GenerationTimeout == 0 {
-		c.GenerationTimeout = DefaultGenerationTimeout
+	if c.IntentTimeout == 0 {
+		c.IntentTimeout = DefaultIntentTimeout
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -127,10 +127,10 @@ func (c Config) withDefaults() (Config, error) {
 			c.EntryAllowance, int64(ledger.DefaultMaxPayloadBytes))
 	case c.ReplayCeiling < 0:
 		return c, fmt.Errorf("reasoningcache: replay_ceiling %d is negative", c.ReplayCeiling)
-	case c.MaxPlanRecords < 0:
-		return c, fmt.Errorf("reasoningcache: max_plan_records %d is negative", c.MaxPlanRecords)
-	case c.GenerationTimeout < 0:
-		return c, fmt.Errorf("reasoningcache: generation_timeout %s is negative", c.GenerationTimeout)
+	case c.MaxPlanBlocks < 0:
+		return c, fmt.Errorf("reasoningcache: max_plan_blocks %d is negative", c.MaxPlanBlocks)
+	case c.IntentTimeout < 0:
+		return c, fmt.Errorf("reasoningcache: intent_timeout %s is negative", c.IntentTimeout)
 	}
 	if need := c.SharedAllowance() + SessionBase; c.MemoryBudget < need {
 		return c, fmt.Errorf("reasoningcache: memory_budget %d bytes cannot hold the shared preparation allowance plus one session base (%d bytes)",

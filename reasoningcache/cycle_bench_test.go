@@ -65,7 +65,7 @@ func cycleConvIn(b testing.TB, e *env, scope canonical.Scope, size int) *conv {
 	return c
 }
 
-// streamedOutcome is the capture of a realistic streamed answer: a
+// streamedOutcome is the recording of a realistic streamed answer: a
 // reasoning item with its ciphertext (a few KB, as the upstream sends),
 // a message of about 2 KB and one tool call, with the
 // output_item.done copies a stream delivers beside the terminal output.

@@ -12,7 +12,7 @@ import (
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/ledger"
 )
 
-// Engine plans replays, dispatches intents and captures outputs for one
+// Engine plans replays, dispatches intents and records outputs for one
 // ledger. It is safe for concurrent use; one Engine serves every request
 // of the process.
 type Engine struct {
@@ -78,13 +78,13 @@ func (e *Engine) Stats() Stats {
 
 // Sweep is the generation_timeout housekeeping for orphaned intents:
 // every unresolved intent that no session of this process watches any
-// more and whose persisted metadata was not renewed for GenerationTimeout
+// more and whose persisted metadata was not renewed for IntentTimeout
 // is poisoned at its positions and removed. Intents of live sessions are
 // left to their own monotonic inactivity timers (Session.Progress), so
 // neither a long healthy stream nor a wall-clock jump expires them. The
 // app runs it periodically.
 func (e *Engine) Sweep(ctx context.Context) error {
-	before := e.cfg.Now().Add(-e.cfg.GenerationTimeout)
+	before := e.cfg.Now().Add(-e.cfg.IntentTimeout)
 	n, err := e.store.ExpireOrphanIntents(ctx, before, "generation_timeout", liveIDs(e.store))
 	if err != nil {
 		return fmt.Errorf("reasoningcache: sweep: %w", err)

@@ -87,7 +87,7 @@ func TestPrefixOfAncestryOnConflict(t *testing.T) {
 	s.Release(context.Background())
 	// Block 1 becomes ambiguous: block 0 alone is still a recorded
 	// ancestry (block 1 was generated with it).
-	_, err := e.store.WriteMarkers(context.Background(), s.scope, []ledger.Marker{{Kind: ledger.MarkerEndConflict, Digest: s.d.Blocks[1].EndDigest.String(), Reason: "test"}})
+	_, err := e.store.WriteMarkers(context.Background(), s.scope, []ledger.Marker{{Kind: ledger.MarkerEndConflict, Digest: s.d.Turns[1].EndDigest.String(), Reason: "test"}})
 	must(t, err)
 	s = e.prepare(c)
 	if s.Replayed() != 1 {
@@ -112,7 +112,7 @@ func TestPrefixOfAncestryOnConflict(t *testing.T) {
 func TestBudgetsKeepAPrefix(t *testing.T) {
 	size0 := int64(len(joinArray(mixedTurns[0].output(0))))
 	for name, cfg := range map[string]Config{
-		"max_plan_records": {MaxPlanRecords: 1},
+		"max_plan_records": {MaxPlanBlocks: 1},
 		"replay_ceiling":   {ReplayCeiling: size0 + 10},
 	} {
 		t.Run(name, func(t *testing.T) {

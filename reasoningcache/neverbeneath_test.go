@@ -56,7 +56,7 @@ func neverBeneath(t *testing.T, e *env, c *conv, s *Session, dispatched map[stri
 	}
 	var blocks []int
 	for _, st := range plan {
-		bi := slices.IndexFunc(s.d.Blocks, func(b canonical.Block) bool { return b.EndDigest.String() == st.EndDigest })
+		bi := slices.IndexFunc(s.d.Turns, func(b canonical.Turn) bool { return b.EndDigest.String() == st.EndDigest })
 		if bi < 0 {
 			t.Fatalf("step %d ends at no block of the history", st.ObservationID)
 		}
@@ -65,7 +65,7 @@ func neverBeneath(t *testing.T, e *env, c *conv, s *Session, dispatched map[stri
 	sameInput(t, s.Input(), c.want(blocks...))
 }
 
-func planKey(p []ledger.PlanStep) string {
+func planKey(p []ledger.PlanBlock) string {
 	k := ""
 	for _, st := range p {
 		k += fmt.Sprintf("%d/%d/%.8s;", st.ObservationID, st.PayloadID, st.EndDigest)

@@ -15,25 +15,25 @@ import (
 // maxCandidates bounds the candidates one request verifies.
 const maxCandidates = 4
 
-// plan is a validated replay: steps oldest first, the Input range each
-// step's block translated to, and the original items replacing it.
+// plan is a validated replay: blocks oldest first, the Input range the
+// turn each block replaces translated to, and the block's original items.
 type plan struct {
 	gen    int64
-	steps  []ledger.PlanStep
+	blocks []ledger.PlanBlock
 	ranges [][2]int
 	items  [][]json.RawMessage
 	bytes  int64 // replayed payload bytes
 
-	snapshots []string // model snapshot of each step's record
-	sizes     []int64  // payload bytes of each step
+	snapshots []string // model snapshot of each block's observation
+	sizes     []int64  // payload bytes of each block
 }
 
-// prefix returns the plan's first n steps.
+// prefix returns the plan's first n blocks.
 func (p plan) prefix(n int) plan {
-	if n == len(p.steps) {
+	if n == len(p.blocks) {
 		return p
 	}
-	q := plan{gen: p.gen, steps: p.steps[:n], ranges: p.ranges[:n], items: p.items[:n],
+	q := plan{gen: p.gen, blocks: p.blocks[:n], ranges: p.ranges[:n], items: p.items[:n],
 		snapshots: p.snapshots[:n], sizes: p.sizes[:n]}
 	for _, sz := range q.sizes {
 		q.bytes += sz
@@ -41,20 +41,20 @@ func (p plan) prefix(n int) plan {
 	return q
 }
 
-// apply returns req.Input with every planned block replaced.
+// apply returns req.Input with every planned turn replaced by its block.
 func (p plan) apply(req *Request) []json.RawMessage {
 	return replaceRanges(req.Input, p.ranges, p.items)
 }
 
-// plan proposes the recorded ancestry of the newest assistant block of the
+// plan proposes the recorded ancestry of the newest assistant turn of the
 // history and keeps its longest valid prefix: the candidates at the
-// block's end digest are tried newest first. A prefix of a recorded
-// ancestry is itself a recorded ancestry (the plan of its last step plus
-// that step), so every block it replays had all its replayed descendants
-// generated with it, and blocks outside the plan are sent as the client
+// turn's end digest are tried newest first. A prefix of a recorded
+// ancestry is itself a recorded ancestry (the plan of its last block plus
+// that block), so every block it replays had all its replayed descendants
+// generated with it, and turns outside the plan are sent as the client
 // sent them. The reason is a fixed code for the log ("" on a full plan).
 func (e *Engine) plan(ctx context.Context, sc ledger.Scope, d *canonical.Digests, req *Request) (plan, string) {
-	if len(d.Blocks) == 0 {
+	if len(d.Turns) == 0 {
 		return plan{}, "no_block"
 	}
 	st, ok, err := e.store.ScopeState(ctx, sc.ID)
@@ -64,7 +64,7 @@ func (e *Engine) plan(ctx context.Context, sc ledger.Scope, d *canonical.Digests
 	if !ok {
 		return plan{}, "new_scope"
 	}
-	newest := d.Blocks[len(d.Blocks)-1]
+	newest := d.Turns[len(d.Turns)-1]
 	cands, err := e.store.Candidates(ctx, sc.ID, newest.EndDigest.String())
 	switch {
 	case errors.Is(err, ledger.ErrTooLarge):
@@ -75,8 +75,8 @@ func (e *Engine) plan(ctx context.Context, sc ledger.Scope, d *canonical.Digests
 		return plan{}, "no_candidate"
 	}
 	v := validator{e: e, ctx: ctx, sc: sc, gen: st.Generation, d: d, req: req, now: e.cfg.Now(),
-		endIndex: make(map[string]int, len(d.Blocks))}
-	for i, b := range d.Blocks {
+		endIndex: make(map[string]int, len(d.Turns))}
+	for i, b := range d.Turns {
 		v.endIndex[b.EndDigest.String()] = i
 	}
 	reason := "no_candidate"
@@ -84,9 +84,9 @@ func (e *Engine) plan(ctx context.Context, sc ledger.Scope, d *canonical.Digests
 		if i == maxCandidates {
 			break
 		}
-		steps := append(slices.Clip(c.PriorPlan), ledger.PlanStep{ObservationID: c.ID, PayloadID: c.PayloadID, EndDigest: c.EndDigest})
-		p, why := v.validate(steps)
-		if len(p.steps) > 0 {
+		blocks := append(slices.Clip(c.PriorPlan), ledger.PlanBlock{ObservationID: c.ID, PayloadID: c.PayloadID, EndDigest: c.EndDigest})
+		p, why := v.validate(blocks)
+		if len(p.blocks) > 0 {
 			return p, why
 		}
 		reason = why
@@ -103,37 +103,37 @@ type validator struct {
 	d        *canonical.Digests
 	req      *Request
 	now      time.Time
-	endIndex map[string]int // block end digest -> block index
+	endIndex map[string]int // turn end digest -> turn index
 
-	snaps       []ledger.SnapshotSeen
+	snaps       []ledger.ModelSnapshotSeen
 	snapsLoaded bool
 }
 
-// validate returns the longest valid prefix of steps and, when it is
-// shorter than steps, the reason the next step failed.
-func (v *validator) validate(steps []ledger.PlanStep) (plan, string) {
+// validate returns the longest valid prefix of blocks and, when it is
+// shorter than blocks, the reason the next block failed.
+func (v *validator) validate(blocks []ledger.PlanBlock) (plan, string) {
 	why := ""
-	if len(steps) > v.e.cfg.MaxPlanRecords {
-		steps, why = steps[:v.e.cfg.MaxPlanRecords], "plan_budget"
+	if len(blocks) > v.e.cfg.MaxPlanBlocks {
+		blocks, why = blocks[:v.e.cfg.MaxPlanBlocks], "plan_budget"
 	}
 	// Ancestors in the current history, in the same order, each strictly
 	// before the next.
-	blocks := make([]int, 0, len(steps))
+	turns := make([]int, 0, len(blocks))
 	last := -1
-	for i, st := range steps {
+	for i, st := range blocks {
 		bi, ok := v.endIndex[st.EndDigest]
 		if !ok || bi <= last {
-			steps, why = steps[:i], "ancestry_mismatch"
+			blocks, why = blocks[:i], "ancestry_mismatch"
 			break
 		}
-		blocks = append(blocks, bi)
+		turns = append(turns, bi)
 		last = bi
 	}
-	if len(steps) == 0 {
+	if len(blocks) == 0 {
 		return plan{}, why
 	}
-	ids := make([]int64, len(steps))
-	for i, st := range steps {
+	ids := make([]int64, len(blocks))
+	for i, st := range blocks {
 		ids[i] = st.ObservationID
 	}
 	rows, err := v.e.store.Observations(v.ctx, v.sc.ID, ids)
@@ -171,13 +171,13 @@ func (v *validator) validate(steps []ledger.PlanStep) (plan, string) {
 	}
 
 	p := plan{gen: v.gen}
-	for i, st := range steps {
-		b := v.d.Blocks[blocks[i]]
+	for i, st := range blocks {
+		b := v.d.Turns[turns[i]]
 		o, ok := obs[st.ObservationID]
 		if !ok {
 			return p, "missing_ancestor"
 		}
-		if r := v.checkStep(st, o, b, poisoned, conflicted, unresolved); r != "" {
+		if r := v.checkBlock(st, o, b, poisoned, conflicted, unresolved); r != "" {
 			return p, r
 		}
 		v.e.store.NoteTouched(st.PayloadID) // inspected and validated: a retention touch, batched
@@ -197,7 +197,7 @@ func (v *validator) validate(steps []ledger.PlanStep) (plan, string) {
 		if p.bytes+pl.Size > v.e.cfg.ReplayCeiling {
 			return p, "replay_ceiling"
 		}
-		p.steps = append(p.steps, st)
+		p.blocks = append(p.blocks, st)
 		p.ranges = append(p.ranges, rng)
 		p.items = append(p.items, items)
 		p.bytes += pl.Size
@@ -208,15 +208,15 @@ func (v *validator) validate(steps []ledger.PlanStep) (plan, string) {
 }
 
 // inheritSnapshot applies the snapshot heuristic the design's way: only
-// the record that determines the plan (its last step) must carry an
-// accepted snapshot, and the earlier blocks inherit that acceptance. A
-// plan whose last step is not accepted falls back to its longest prefix
-// whose last step is. The heuristic only avoids replay the provider may
+// the observation that determines the plan (its last block) must carry an
+// accepted model snapshot, and the earlier blocks inherit that acceptance. A
+// plan whose last block is not accepted falls back to its longest prefix
+// whose last block is. The heuristic only avoids replay the provider may
 // refuse; it never decides which output belongs where.
 func (v *validator) inheritSnapshot(p plan, why string) (plan, string) {
-	for n := len(p.steps); n > 0; n-- {
+	for n := len(p.blocks); n > 0; n-- {
 		if v.snapshotAccepted(p.snapshots[n-1]) {
-			if n < len(p.steps) {
+			if n < len(p.blocks) {
 				why = "snapshot_rejected"
 			}
 			return p.prefix(n), why
@@ -225,8 +225,8 @@ func (v *validator) inheritSnapshot(p plan, why string) (plan, string) {
 	return plan{gen: p.gen}, "snapshot_rejected"
 }
 
-// checkStep validates one step against its block in the current history.
-func (v *validator) checkStep(st ledger.PlanStep, o ledger.Observation, b canonical.Block,
+// checkBlock validates one block against its turn in the current history.
+func (v *validator) checkBlock(st ledger.PlanBlock, o ledger.Observation, b canonical.Turn,
 	poisoned, conflicted map[string]bool, unresolved map[string][]int64) string {
 	switch {
 	case o.Generation != v.gen:
@@ -253,13 +253,13 @@ func (v *validator) checkStep(st ledger.PlanStep, o ledger.Observation, b canoni
 }
 
 // snapshotAccepted accepts the scope's latest observed snapshot, or one
-// observed within SnapshotWindow.
+// observed within ModelSnapshotWindow.
 func (v *validator) snapshotAccepted(name string) bool {
 	if name == "" {
 		return false
 	}
 	if !v.snapsLoaded {
-		snaps, err := v.e.store.Snapshots(v.ctx, v.sc.ID)
+		snaps, err := v.e.store.ModelSnapshots(v.ctx, v.sc.ID)
 		if err != nil {
 			return false
 		}
@@ -267,7 +267,7 @@ func (v *validator) snapshotAccepted(name string) bool {
 	}
 	for i, sn := range v.snaps {
 		if sn.Snapshot == name {
-			return i == 0 || v.now.Sub(sn.LastSeen) <= SnapshotWindow
+			return i == 0 || v.now.Sub(sn.LastSeen) <= ModelSnapshotWindow
 		}
 	}
 	return false

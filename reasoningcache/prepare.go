@@ -44,7 +44,7 @@ type Request struct {
 	Logger *zap.Logger
 }
 
-// Prepare identifies the request, plans which earlier assistant blocks to
+// Prepare identifies the request, plans which earlier assistant turns to
 // replay and commits the dispatch intent, all before it returns; the
 // upstream request may be sent only then, with Session.Input.
 //
@@ -134,7 +134,7 @@ func (e *Engine) dispatch(ctx context.Context, s *Session, req *Request) error {
 				s.log.Debug("reasoning cache", zap.String("reason", reason))
 			}
 			// the loaded payloads leave the workspace only inside the lease
-			if need := p.bytes; len(p.steps) > 0 && need > reserved {
+			if need := p.bytes; len(p.blocks) > 0 && need > reserved {
 				if !s.lease.grow(need - reserved) {
 					s.log.Debug("reasoning cache", zap.String("reason", "replay_capacity"))
 					e.counters.replayCapacity.Add(1)
@@ -145,14 +145,14 @@ func (e *Engine) dispatch(ctx context.Context, s *Session, req *Request) error {
 			}
 			e.leaveWorkspace()
 		}
-		creq := s.intentRequest(p.gen, p.steps)
+		creq := s.intentRequest(p.gen, p.blocks)
 		id, err := e.store.CreateIntent(ctx, creq)
 		if err == nil {
-			s.gen, s.plan = p.gen, p.steps
+			s.gen, s.plan = p.gen, p.blocks
 			s.dispatched(id)
-			if len(p.steps) > 0 {
+			if len(p.blocks) > 0 {
 				s.input = p.apply(req)
-				s.replayed = len(p.steps)
+				s.replayed = len(p.blocks)
 			}
 			return nil
 		}
@@ -171,13 +171,13 @@ func (e *Engine) dispatch(ctx context.Context, s *Session, req *Request) error {
 
 // intentRequest is the dispatch intent of the session's request with the
 // given plan (none: generation 0, whatever is current).
-func (s *Session) intentRequest(gen int64, steps []ledger.PlanStep) ledger.CreateIntentRequest {
+func (s *Session) intentRequest(gen int64, blocks []ledger.PlanBlock) ledger.CreateIntentRequest {
 	r := ledger.CreateIntentRequest{
 		Scope: s.scope, StartDigest: s.start, StartPosition: s.position,
-		Deadline: s.e.cfg.Now().Add(s.e.cfg.GenerationTimeout),
+		Deadline: s.e.cfg.Now().Add(s.e.cfg.IntentTimeout),
 	}
-	if len(steps) > 0 {
-		r.Generation, r.Plan = gen, steps
+	if len(blocks) > 0 {
+		r.Generation, r.Plan = gen, blocks
 	}
 	return r
 }

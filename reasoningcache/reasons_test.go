@@ -96,7 +96,7 @@ func TestReasonUnsupportedItem(t *testing.T) {
 	if s.Replayed() != 0 {
 		t.Fatal("replayed an output with an item the relay does not replay")
 	}
-	cands, err := e.store.Candidates(context.Background(), s.scope.ID, s.d.Blocks[0].EndDigest.String())
+	cands, err := e.store.Candidates(context.Background(), s.scope.ID, s.d.Turns[0].EndDigest.String())
 	must(t, err)
 	if len(cands) != 1 || cands[0].Replayable {
 		t.Fatalf("candidates %+v, want one observation that is not replayable", cands)
@@ -177,16 +177,16 @@ func TestReasonCommitFailed(t *testing.T) {
 	}
 }
 
-// TestReasonCaptureExceeded: a stream whose capture stopped at the entry
+// TestReasonRecordExceeded: a stream whose record stopped at the entry
 // allowance has no known output; its position is poisoned.
-func TestReasonCaptureExceeded(t *testing.T) {
+func TestReasonRecordExceeded(t *testing.T) {
 	e := newEnv(t, Config{})
 	c := newConv(t, canonical.ShapeChat)
 	c.user("q1")
 	s, logs := e.logged(c)
 	out := mixedTurns[0].outcome(0)
-	out.Output, out.CaptureExceeded = nil, true
+	out.Output, out.RecordExceeded = nil, true
 	must(t, s.Complete(context.Background(), out))
 	s.Delivered(context.Background())
-	e.wantPoisoned(t, s, logs, "capture_over_budget")
+	e.wantPoisoned(t, s, logs, "record_over_budget")
 }

@@ -143,7 +143,7 @@ func TestRegenerationConflictAndRepeat(t *testing.T) {
 		t.Fatalf("after an end conflict: replayed %d, want 0", s.Replayed())
 	}
 	s.Release(context.Background())
-	ms, err := e.store.MarkersAt(context.Background(), s.scope.ID, []string{s.d.Blocks[0].EndDigest.String()})
+	ms, err := e.store.MarkersAt(context.Background(), s.scope.ID, []string{s.d.Turns[0].EndDigest.String()})
 	must(t, err)
 	if len(ms) != 1 || ms[0].Kind != ledger.MarkerEndConflict {
 		t.Fatalf("markers %+v, want one end conflict", ms)
@@ -212,7 +212,7 @@ func TestDoneCopyDrift(t *testing.T) {
 			defer s.Release(context.Background())
 			if !tc.admit {
 				if s.Replayed() != 0 {
-					t.Fatalf("replayed a drifting capture")
+					t.Fatalf("replayed a drifting record")
 				}
 				return
 			}

@@ -42,10 +42,10 @@ type Session struct {
 	gen      int64
 	start    string
 	position int64
-	plan     []ledger.PlanStep
+	plan     []ledger.PlanBlock
 
-	watch   *watch  // generation inactivity timer of the intent
-	capture capture // the charge of the captured output
+	watch *watch    // generation inactivity timer of the intent
+	rec   recording // the charge of the recorded output
 
 	mu        sync.Mutex
 	intent    int64 // 0: nothing to resolve (pass-through, or already ended in the ledger)
@@ -68,7 +68,7 @@ type forgotten struct {
 // newSession registers the lease cleanup.
 func newSession(e *Engine, l *lease, log *zap.Logger) *Session {
 	s := &Session{e: e, lease: l, log: log,
-		watch: &watch{store: e.store, timeout: e.cfg.GenerationTimeout, now: e.cfg.Now, log: log}}
+		watch: &watch{store: e.store, timeout: e.cfg.IntentTimeout, now: e.cfg.Now, log: log}}
 	if l != nil {
 		// a forgotten session frees its memory, and its intent becomes an
 		// orphan for Sweep
@@ -97,7 +97,7 @@ func (s *Session) Replayed() int {
 }
 
 // Skip returns "" when the request runs with the full cache (planned,
-// dispatched and captured), or the fixed reason code why caching is off
+// dispatched and recorded), or the fixed reason code why caching is off
 // for it: a canonical refusal ("refused_" + reason), "capacity",
 // "disabled", "invalid_spans", "dispatch_failed", ... A request at a
 // poisoned position is not skipped: it replays its valid plan and is
@@ -167,7 +167,7 @@ func (s *Session) DropReplay(ctx context.Context) ([]json.RawMessage, error) {
 		return s.input, nil
 	}
 	s.dispatched(id)
-	s.log.Debug("reasoning cache", zap.String("reason", "replay_dropped"), zap.Int("records", len(markers)))
+	s.log.Debug("reasoning cache", zap.String("reason", "replay_dropped"), zap.Int("blocks", len(markers)))
 	e.counters.replayResends.Add(1)
 	return s.input, nil
 }
@@ -176,7 +176,7 @@ func (s *Session) DropReplay(ctx context.Context) ([]json.RawMessage, error) {
 // (an event or body bytes arrived): it renews the generation inactivity
 // deadline, a monotonic timer, and at most once per min(5 s, timeout/4)
 // the intent's persisted deadline metadata. Without progress for
-// GenerationTimeout, the intent is poisoned and removed. It is cheap and
+// IntentTimeout, the intent is poisoned and removed. It is cheap and
 // safe to call often and from any goroutine.
 func (s *Session) Progress() { s.watch.progress() }
 

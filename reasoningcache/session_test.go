@@ -166,7 +166,7 @@ func TestForgottenSessionReleasesMemory(t *testing.T) {
 // monotonic inactivity timer, and a forward clock jump (or a healthy
 // stream longer than the timeout) does not poison it.
 func TestSweepLeavesLiveGenerations(t *testing.T) {
-	e := newEnv(t, Config{GenerationTimeout: time.Minute})
+	e := newEnv(t, Config{IntentTimeout: time.Minute})
 	c := newConv(t, canonical.ShapeChat)
 	c.user("q1")
 	s := e.prepare(c)
@@ -188,10 +188,10 @@ func TestSweepLeavesLiveGenerations(t *testing.T) {
 
 // TestInactivityTimer drives the watch's timer callback by hand: a stale
 // callback (an earlier revision) is ignored, a callback after recent
-// progress re-arms, and one after GenerationTimeout without progress
+// progress re-arms, and one after IntentTimeout without progress
 // poisons the position; the late completion is then harmless.
 func TestInactivityTimer(t *testing.T) {
-	e := newEnv(t, Config{GenerationTimeout: time.Hour})
+	e := newEnv(t, Config{IntentTimeout: time.Hour})
 	c := newConv(t, canonical.ShapeChat)
 	c.user("q1")
 	s := e.prepare(c)
@@ -240,7 +240,7 @@ func TestPersistedDeadlineIsCoalesced(t *testing.T) {
 	if got := persistEvery(time.Hour); got != 5*time.Second {
 		t.Fatalf("persistEvery(1h) = %v", got)
 	}
-	e := newEnv(t, Config{GenerationTimeout: time.Hour})
+	e := newEnv(t, Config{IntentTimeout: time.Hour})
 	c := newConv(t, canonical.ShapeChat)
 	c.user("q1")
 	s := e.prepare(c)

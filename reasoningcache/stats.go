@@ -78,7 +78,7 @@ func bypassIndex(skip string) int {
 type CounterValues struct {
 	// Requests is how many requests reached the cache (Prepare calls).
 	Requests int64 `json:"requests"`
-	// FullCache is how many of them were planned, dispatched and captured
+	// FullCache is how many of them were planned, dispatched and recorded
 	// with the full cache (the rest are counted in Bypasses).
 	FullCache int64 `json:"full_cache"`
 	// ReplayPlans is how many requests went upstream carrying at least one

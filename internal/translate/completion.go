@@ -17,16 +17,16 @@ type ChatOptions struct {
 	Model string
 	// IncludeUsage adds the usage chunk to a stream.
 	IncludeUsage bool
-	// CaptureLimit bounds, for a stream, the bytes of original output
+	// RecordLimit bounds, for a stream, the bytes of original output
 	// items kept for the reasoning cache: the output_item.done copies and
 	// the terminal output each. Past it the copies are dropped as they
-	// accumulate and Stream.CaptureExceeded reports it; the client's
+	// accumulate and Stream.RecordExceeded reports it; the client's
 	// answer is unaffected. 0 means no limit.
-	CaptureLimit int64
-	// CaptureGrow, when set, is asked before a stream keeps n more bytes
+	RecordLimit int64
+	// RecordGrow, when set, is asked before a stream keeps n more bytes
 	// of copies (the reasoning cache charges them to its memory budget);
-	// false drops the capture as CaptureLimit does.
-	CaptureGrow func(n int64) bool
+	// false drops the recording as RecordLimit does.
+	RecordGrow func(n int64) bool
 }
 
 // Completion is a converted non-streaming answer.

@@ -41,8 +41,8 @@ type Stream struct {
 	status     string // terminal status: completed, incomplete, failed
 	snapshot   string // the terminal response's model
 
-	doneBytes   int64 // bytes of the kept output_item.done copies
-	captureOver bool  // a copy was dropped at opts.CaptureLimit
+	doneBytes  int64 // bytes of the kept output_item.done copies
+	recordOver bool  // a copy was dropped at opts.RecordLimit
 }
 
 // itemState tracks one upstream output item.

@@ -108,7 +108,7 @@ func (s *Stream) itemDone(dst []byte, ev *streamEvent) ([]byte, error) {
 		ev.ItemID = []byte(oi.ID)
 	}
 	it := s.item(ev, oi.Type)
-	if s.keepCapture(&s.doneBytes, int64(len(ev.Item))) {
+	if s.keepRecord(&s.doneBytes, int64(len(ev.Item))) {
 		it.done = append(json.RawMessage(nil), ev.Item...)
 	}
 	return s.reconcile(dst, it, &oi)
@@ -135,7 +135,7 @@ func (s *Stream) completed(dst []byte, ev *streamEvent) ([]byte, error) {
 		}
 		var kept int64
 		s.haveOutput = true
-		if s.keepCapture(&kept, n) {
+		if s.keepRecord(&kept, n) {
 			s.output = r.Output
 		}
 		for i, raw := range r.Output {

@@ -68,17 +68,17 @@ func (s *Stream) FinishReason() string { return s.finish }
 // Usage returns the upstream usage from the terminal event, or nil.
 func (s *Stream) Usage() *Usage { return s.usage }
 
-// keepCapture adds n bytes to the capture counter *used and reports
-// whether they stay within opts.CaptureLimit and opts.CaptureGrow accepts
+// keepRecord adds n bytes to the recording counter *used and reports
+// whether they stay within opts.RecordLimit and opts.RecordGrow accepts
 // them. The first time they do not, every copy kept so far is dropped
-// too: the capture is incomplete and only CaptureExceeded is left of it.
-func (s *Stream) keepCapture(used *int64, n int64) bool {
-	if s.captureOver {
+// too: the recording is incomplete and only RecordExceeded is left of it.
+func (s *Stream) keepRecord(used *int64, n int64) bool {
+	if s.recordOver {
 		return false
 	}
-	lim, grow := s.opts.CaptureLimit, s.opts.CaptureGrow
+	lim, grow := s.opts.RecordLimit, s.opts.RecordGrow
 	if lim > 0 && *used+n > lim || grow != nil && !grow(n) {
-		s.captureOver = true
+		s.recordOver = true
 		s.output = nil
 		for _, it := range s.items {
 			it.done = nil
@@ -89,10 +89,10 @@ func (s *Stream) keepCapture(used *int64, n int64) bool {
 	return true
 }
 
-// CaptureExceeded reports whether the original output grew past
-// ChatOptions.CaptureLimit or ChatOptions.CaptureGrow refused it, so that
+// RecordExceeded reports whether the original output grew past
+// ChatOptions.RecordLimit or ChatOptions.RecordGrow refused it, so that
 // Output and DoneItems are incomplete.
-func (s *Stream) CaptureExceeded() bool { return s.captureOver }
+func (s *Stream) RecordExceeded() bool { return s.recordOver }
 
 // Output returns the final output items: the terminal event's output when
 // it carried one (even empty), else the output_item.done items ordered by

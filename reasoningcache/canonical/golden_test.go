@@ -136,7 +136,7 @@ func computeGolden(t *testing.T, in goldenCase) goldenWant {
 		w.Canonical = append(w.Canonical, canonEnvelope(t, scope.Shape, e))
 		w.Kinds = append(w.Kinds, d.Kinds[i].String())
 	}
-	for _, b := range d.Blocks {
+	for _, b := range d.Turns {
 		w.Blocks = append(w.Blocks, goldenBlock(b))
 	}
 	return w

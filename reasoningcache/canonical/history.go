@@ -37,8 +37,8 @@ type Digests struct {
 	Boundaries []Digest
 	// Kinds[i] classifies envelope i.
 	Kinds []Kind
-	// Blocks lists the assistant blocks in order.
-	Blocks []Block
+	// Turns lists the assistant blocks in order.
+	Turns []Turn
 
 	state    hash.Hash // state after the last envelope
 	bytes    int64     // MaxBytes used
@@ -46,10 +46,10 @@ type Digests struct {
 	messages int       // envelopes consumed
 }
 
-// Block is one assistant block: an assistant message (Chat) or a maximal
+// Turn is one assistant block: an assistant message (Chat) or a maximal
 // run of assistant message, function_call and custom_tool_call items
 // (Responses shape), spanning envelopes [First, End).
-type Block struct {
+type Turn struct {
 	// First and End delimit the block's envelopes, [First, End).
 	First, End int
 	// StartDigest is the prefix digest just before the block,
@@ -82,7 +82,7 @@ type canon struct {
 	lim      Limits
 	nodes    int // MaxNodes remaining
 	scopeSrc []byte
-	blocks   []Block // blocks found so far, copied out at the end
+	blocks   []Turn // blocks found so far, copied out at the end
 }
 
 // retainLimit keeps pathological buffers out of the pool.
@@ -206,7 +206,7 @@ func HistoryDigests(secret []byte, scope Scope, envelopes []json.RawMessage, lim
 	bh := sha256.New()
 	open := -1 // first envelope of the open block
 	closeBlock := func(end int) {
-		b := Block{First: open, End: end, StartDigest: d.Boundaries[open], EndDigest: d.Boundaries[end]}
+		b := Turn{First: open, End: end, StartDigest: d.Boundaries[open], EndDigest: d.Boundaries[end]}
 		bh.Sum(b.Fingerprint[:0])
 		c.blocks = append(c.blocks, b)
 		open = -1
@@ -235,7 +235,7 @@ func HistoryDigests(secret []byte, scope Scope, envelopes []json.RawMessage, lim
 	if open >= 0 {
 		closeBlock(len(envelopes))
 	}
-	d.Blocks = slices.Clone(c.blocks)
+	d.Turns = slices.Clone(c.blocks)
 	d.state, d.bytes, d.nodes, d.messages = h, total, c.nodes, len(envelopes)
 	return d, nil
 }
@@ -253,18 +253,18 @@ func HistoryDigests(secret []byte, scope Scope, envelopes []json.RawMessage, lim
 // a later request, merge with them into one longer run; the planner sees
 // that as a different block. Extend does not change d and is safe to call
 // from several goroutines at once.
-func (d *Digests) Extend(envelopes ...json.RawMessage) (Block, error) {
+func (d *Digests) Extend(envelopes ...json.RawMessage) (Turn, error) {
 	if d.Refusal != nil || d.state == nil {
-		return Block{}, errors.New("canonical: extend: history was not identified")
+		return Turn{}, errors.New("canonical: extend: history was not identified")
 	}
 	if len(envelopes) == 0 {
-		return Block{}, errors.New("canonical: extend: no envelopes")
+		return Turn{}, errors.New("canonical: extend: no envelopes")
 	}
 	if d.Shape == ShapeChat && len(envelopes) != 1 {
-		return Block{}, fmt.Errorf("canonical: extend: a Chat block is one assistant message, got %d envelopes", len(envelopes))
+		return Turn{}, fmt.Errorf("canonical: extend: a Chat block is one assistant message, got %d envelopes", len(envelopes))
 	}
-	refuse := func(r Reason, msg int) (Block, error) {
-		return Block{}, &Refusal{Reason: r, Message: msg}
+	refuse := func(r Reason, msg int) (Turn, error) {
+		return Turn{}, &Refusal{Reason: r, Message: msg}
 	}
 	total := d.bytes
 	for _, e := range envelopes {
@@ -278,7 +278,7 @@ func (d *Digests) Extend(envelopes ...json.RawMessage) (Block, error) {
 	}
 	cl, err := d.state.(hash.Cloner).Clone()
 	if err != nil {
-		return Block{}, fmt.Errorf("canonical: extend: clone state: %w", err)
+		return Turn{}, fmt.Errorf("canonical: extend: clone state: %w", err)
 	}
 	h := hash.Hash(cl)
 	bh := sha256.New()
@@ -291,11 +291,11 @@ func (d *Digests) Extend(envelopes ...json.RawMessage) (Block, error) {
 			return refuse(r, d.messages+i)
 		}
 		if !k.Assistant() {
-			return Block{}, fmt.Errorf("canonical: extend: envelope %d is %s, not part of an assistant block", i, k)
+			return Turn{}, fmt.Errorf("canonical: extend: envelope %d is %s, not part of an assistant block", i, k)
 		}
 		c.frame(root, h, bh)
 	}
-	b := Block{First: d.messages, End: d.messages + len(envelopes), StartDigest: d.Final()}
+	b := Turn{First: d.messages, End: d.messages + len(envelopes), StartDigest: d.Final()}
 	h.Sum(b.EndDigest[:0])
 	bh.Sum(b.Fingerprint[:0])
 	return b, nil

@@ -76,7 +76,7 @@ func TestBlocks(t *testing.T) {
 	d := mustDigests(t, testScope(ShapeChat), chatHistory)
 	type span struct{ first, end int }
 	var got []span
-	for _, b := range d.Blocks {
+	for _, b := range d.Turns {
 		got = append(got, span{b.First, b.End})
 		if b.StartDigest != d.Boundaries[b.First] || b.EndDigest != d.Boundaries[b.End] {
 			t.Errorf("chat block %d..%d: start/end digests are not the boundaries", b.First, b.End)
@@ -92,15 +92,15 @@ func TestBlocks(t *testing.T) {
 
 	d = mustDigests(t, testScope(ShapeResponses), responsesHistory)
 	got = got[:0]
-	for _, b := range d.Blocks {
+	for _, b := range d.Turns {
 		got = append(got, span{b.First, b.End})
 	}
 	if want := []span{{2, 5}, {7, 8}}; !equalSpans(got, want) {
 		t.Errorf("responses blocks %v, want %v", got, want)
 	}
 	fp, err := Fingerprint(ShapeResponses, responsesHistory[2:5], Limits{})
-	if err != nil || fp != d.Blocks[0].Fingerprint {
-		t.Errorf("Fingerprint of the run = %v, %v; block has %v", fp, err, d.Blocks[0].Fingerprint)
+	if err != nil || fp != d.Turns[0].Fingerprint {
+		t.Errorf("Fingerprint of the run = %v, %v; block has %v", fp, err, d.Turns[0].Fingerprint)
 	}
 }
 
@@ -170,8 +170,8 @@ func TestFramingByHand(t *testing.T) {
 	if got := Digest(sha256.Sum256(append([]byte(FormatID+"/scope\x00"), frame(canonScope)...))); got != d.Scope {
 		t.Errorf("scope digest = %v, by hand %v", d.Scope, got)
 	}
-	if got := Digest(sha256.Sum256(append([]byte(FormatID+"/block\x00"), frame(msgs[2])...))); got != d.Blocks[0].Fingerprint {
-		t.Errorf("block fingerprint = %v, by hand %v", d.Blocks[0].Fingerprint, got)
+	if got := Digest(sha256.Sum256(append([]byte(FormatID+"/block\x00"), frame(msgs[2])...))); got != d.Turns[0].Fingerprint {
+		t.Errorf("block fingerprint = %v, by hand %v", d.Turns[0].Fingerprint, got)
 	}
 }
 
@@ -196,7 +196,7 @@ func TestExtend(t *testing.T) {
 			t.Errorf("%s: Extend changed the history", tc.shape)
 		}
 		full := mustDigests(t, testScope(tc.shape), append(append([]json.RawMessage{}, tc.envs...), tc.block...))
-		want := full.Blocks[len(full.Blocks)-1]
+		want := full.Turns[len(full.Turns)-1]
 		if b != want {
 			t.Errorf("%s: Extend = %+v\nhistory block %+v", tc.shape, b, want)
 		}
@@ -366,7 +366,7 @@ func refusal(t *testing.T, scope Scope, envs []json.RawMessage, lim Limits) *Ref
 	if err != nil {
 		t.Fatalf("HistoryDigests: %v", err)
 	}
-	if d.Refusal != nil && (len(d.Boundaries) != 0 || len(d.Blocks) != 0 || d.Scope != (Digest{})) {
+	if d.Refusal != nil && (len(d.Boundaries) != 0 || len(d.Turns) != 0 || d.Scope != (Digest{})) {
 		t.Errorf("refused result carries digests")
 	}
 	return d.Refusal
@@ -467,9 +467,9 @@ func TestDigestText(t *testing.T) {
 			t.Errorf("ParseDigest(%q) accepted", bad)
 		}
 	}
-	b, _ := json.Marshal(d.Blocks[0])
-	var back Block
-	if err := json.Unmarshal(b, &back); err != nil || back != d.Blocks[0] {
+	b, _ := json.Marshal(d.Turns[0])
+	var back Turn
+	if err := json.Unmarshal(b, &back); err != nil || back != d.Turns[0] {
 		t.Errorf("Block JSON round trip: %s, %v", b, err)
 	}
 	var r *Refusal

@@ -7,15 +7,15 @@ import (
 	"fmt"
 )
 
-// Linked prior plans. The planner replays a plan that is its last step's
-// own recorded plan extended by that step. Storing each such plan in full
+// Linked prior plans. The planner replays a plan that is its last block's
+// own recorded plan extended by that block. Storing each such plan in full
 // on every observation made a conversation's plans and ancestry rows grow
 // with the square of its length (a 200-turn conversation: 19,900 ancestry
 // rows, 2.3 MB of plan JSON). Such an observation now stores its parent
-// (the last step) in parent_id, an empty prior_plan, and one ancestry row
+// (the last block) in parent_id, an empty prior_plan, and one ancestry row
 // to the parent; its plan is the parent's plan plus the parent, read back
 // by walking parent_id. Any other plan is stored in full, with one
-// ancestry row per step, as before. Cleanup follows ancestry rows
+// ancestry row per block, as before. Cleanup follows ancestry rows
 // transitively, so a parent row keeps the whole chain.
 
 // linkedPlan is the prior_plan of an observation whose plan is linked.
@@ -23,8 +23,8 @@ const linkedPlan = ""
 
 // ancestry is how a new observation records the plan it was produced with.
 type ancestry struct {
-	plan   []PlanStep
-	parent int64 // the last step's observation when linked, else 0
+	plan   []PlanBlock
+	parent int64 // the last block's observation when linked, else 0
 }
 
 func (a ancestry) linked() bool { return a.parent != 0 }
@@ -62,13 +62,13 @@ func (w *wtx) ancestryOf(in intentRow) (ancestry, error) {
 }
 
 // storeAncestry writes the ancestry rows of a new observation: one to the
-// parent when linked, otherwise one per step.
+// parent when linked, otherwise one per block.
 func (w *wtx) storeAncestry(obsID int64, a ancestry) error {
-	steps := a.plan
+	blocks := a.plan
 	if a.linked() {
-		steps = a.plan[len(a.plan)-1:]
+		blocks = a.plan[len(a.plan)-1:]
 	}
-	for _, st := range steps {
+	for _, st := range blocks {
 		if _, err := w.ExecContext(w.ctx,
 			`INSERT INTO dependencies (kind, observation_id, ancestor_id) VALUES ('ancestry', ?, ?)`,
 			obsID, st.ObservationID); err != nil {
@@ -80,7 +80,7 @@ func (w *wtx) storeAncestry(obsID int64, a ancestry) error {
 
 // walkPlan reads a linked plan back: from the parent up through parent_id
 // until an observation whose plan is stored in full (or empty), at most
-// MaxPlanSteps+1 rows, in one statement.
+// MaxPlanBlocks+1 rows, in one statement.
 const walkPlan = `
 	WITH RECURSIVE up(id, parent, prior, count, payload, end_digest, depth) AS (
 		SELECT observation_id, parent_id, prior_plan, plan_count, payload_id, end_digest, 1
@@ -95,15 +95,15 @@ const walkPlan = `
 // priorPlan returns the recorded plan of observation id: its prior_plan
 // JSON, or, when linked, its parent's plan followed by its parent.
 // ErrNotFound if the observation does not exist.
-func (s *Store) priorPlan(ctx context.Context, q dbtx, id int64) ([]PlanStep, error) {
-	rows, err := q.QueryContext(ctx, walkPlan, id, s.opts.MaxPlanSteps+1)
+func (s *Store) priorPlan(ctx context.Context, q dbtx, id int64) ([]PlanBlock, error) {
+	rows, err := q.QueryContext(ctx, walkPlan, id, s.opts.MaxPlanBlocks+1)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: read plan of %d: %w", id, err)
 	}
 	defer rows.Close()
 	var (
-		rev  []PlanStep // the linked steps, newest first
-		base []PlanStep
+		rev  []PlanBlock // the linked blocks, newest first
+		base []PlanBlock
 		want int64 = -1
 		seen bool
 	)
@@ -119,7 +119,7 @@ func (s *Store) priorPlan(ctx context.Context, q dbtx, id int64) ([]PlanStep, er
 		if !seen {
 			seen, want = true, count
 		} else {
-			rev = append(rev, PlanStep{ObservationID: oid, PayloadID: payload.Int64, EndDigest: end})
+			rev = append(rev, PlanBlock{ObservationID: oid, PayloadID: payload.Int64, EndDigest: end})
 		}
 		if prior != linkedPlan || count == 0 {
 			if n > int64(s.opts.MaxPlanBytes) {
@@ -139,13 +139,13 @@ func (s *Store) priorPlan(ctx context.Context, q dbtx, id int64) ([]PlanStep, er
 	if !seen {
 		return nil, fmt.Errorf("%w: observation %d", ErrNotFound, id)
 	}
-	plan := make([]PlanStep, 0, len(base)+len(rev))
+	plan := make([]PlanBlock, 0, len(base)+len(rev))
 	plan = append(plan, base...)
 	for i := len(rev) - 1; i >= 0; i-- {
 		plan = append(plan, rev[i])
 	}
 	if int64(len(plan)) != want {
-		return nil, fmt.Errorf("ledger: observation %d: linked plan has %d steps, row says %d", id, len(plan), want)
+		return nil, fmt.Errorf("ledger: observation %d: linked plan has %d blocks, row says %d", id, len(plan), want)
 	}
 	return plan, nil
 }

@@ -20,7 +20,7 @@ func TestBackupRestoreRoundTripQuarantines(t *testing.T) {
 	s := openTest(t, live, Options{})
 	sc := testScope(1)
 	a := storeTurn(t, s, sc, 1, dig("s0"), dig("e0"), nil)
-	storeTurn(t, s, sc, 1, dig("e0"), dig("e1"), []PlanStep{a})
+	storeTurn(t, s, sc, 1, dig("e0"), dig("e1"), []PlanBlock{a})
 	if _, err := s.WriteMarkers(ctx, sc, []Marker{{Kind: MarkerStartPoison, Digest: dig("p"), Reason: "test"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestBackupRestoreRoundTripQuarantines(t *testing.T) {
 	if err != nil || gen != 2 {
 		t.Fatalf("restored generation %d (%v), want 2", gen, err)
 	}
-	if _, err := r.CreateIntent(ctx, CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("e1"), Plan: []PlanStep{a}}); !IsReason(err, ReasonStaleGeneration) {
+	if _, err := r.CreateIntent(ctx, CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("e1"), Plan: []PlanBlock{a}}); !IsReason(err, ReasonStaleGeneration) {
 		t.Fatalf("replaying a pre-restore record: %v, want stale_generation", err)
 	}
 	// markers survive
@@ -83,7 +83,7 @@ func TestBackupRestoreRoundTripQuarantines(t *testing.T) {
 	}
 	// new turns are recorded in the new generation and replay
 	b := storeTurn(t, r, sc, 2, dig("s9"), dig("e9"), nil)
-	if _, err := r.CreateIntent(ctx, CreateIntentRequest{Scope: sc, Generation: 2, StartDigest: dig("e9"), Plan: []PlanStep{b}}); err != nil {
+	if _, err := r.CreateIntent(ctx, CreateIntentRequest{Scope: sc, Generation: 2, StartDigest: dig("e9"), Plan: []PlanBlock{b}}); err != nil {
 		t.Fatalf("replay after restore: %v", err)
 	}
 }

@@ -4,22 +4,22 @@ import (
 	"database/sql"
 )
 
-// stepRow is what checkPlan reads of a plan step's observation.
-type stepRow struct {
+// blockRow is what checkPlan reads of a plan block's observation.
+type blockRow struct {
 	scope, start, end string
 	gen, producer     int64
 	replayable        bool
 	payload           sql.NullInt64
 }
 
-// checkPlan revalidates a plan inside the writer's transaction, step by
-// step in order, and fails with the first invalid step's reason: the
+// checkPlan revalidates a plan inside the writer's transaction, block by
+// block in order, and fails with the first invalid block's reason: the
 // observation exists in this scope and generation, is replayable with
 // the same payload and end digest, its end carries no end-conflict marker
 // and its start no start-poison marker, and no unresolved intent other
 // than its own producing one starts where it starts. The state is read
-// with three statements for the whole plan instead of four per step.
-func (w *wtx) checkPlan(op, scopeID string, gen int64, plan []PlanStep) error {
+// with three statements for the whole plan instead of four per block.
+func (w *wtx) checkPlan(op, scopeID string, gen int64, plan []PlanBlock) error {
 	if len(plan) == 0 {
 		return nil
 	}
@@ -44,22 +44,22 @@ func (w *wtx) checkPlan(op, scopeID string, gen int64, plan []PlanStep) error {
 		r, ok := rows[st.ObservationID]
 		switch {
 		case !ok:
-			return invalid(op, ReasonMissingAncestor, "step %d: observation %d", i, st.ObservationID)
+			return invalid(op, ReasonMissingAncestor, "block %d: observation %d", i, st.ObservationID)
 		case r.scope != scopeID:
-			return invalid(op, ReasonAncestorMismatch, "step %d: observation %d is in another scope", i, st.ObservationID)
+			return invalid(op, ReasonAncestorMismatch, "block %d: observation %d is in another scope", i, st.ObservationID)
 		case r.gen != gen:
-			return invalid(op, ReasonStaleGeneration, "step %d: observation %d is from generation %d, current %d", i, st.ObservationID, r.gen, gen)
+			return invalid(op, ReasonStaleGeneration, "block %d: observation %d is from generation %d, current %d", i, st.ObservationID, r.gen, gen)
 		case !r.replayable || !r.payload.Valid:
-			return invalid(op, ReasonNotReplayable, "step %d: observation %d", i, st.ObservationID)
+			return invalid(op, ReasonNotReplayable, "block %d: observation %d", i, st.ObservationID)
 		case r.payload.Int64 != st.PayloadID || r.end != st.EndDigest:
-			return invalid(op, ReasonAncestorMismatch, "step %d: observation %d changed", i, st.ObservationID)
+			return invalid(op, ReasonAncestorMismatch, "block %d: observation %d changed", i, st.ObservationID)
 		case marked[MarkerEndConflict+"\x00"+r.end]:
-			return invalid(op, ReasonEndConflict, "step %d: end %.12s", i, r.end)
+			return invalid(op, ReasonEndConflict, "block %d: end %.12s", i, r.end)
 		case marked[MarkerStartPoison+"\x00"+r.start]:
-			return invalid(op, ReasonStartPoisoned, "step %d: start %.12s", i, r.start)
+			return invalid(op, ReasonStartPoisoned, "block %d: start %.12s", i, r.start)
 		}
 		// Another generation from the same start may still produce a
-		// different output for this visible position; only the step's own
+		// different output for this visible position; only the block's own
 		// producing intent (still finishing its delivery) is allowed.
 		n := 0
 		for _, id := range intents[r.start] {
@@ -68,14 +68,14 @@ func (w *wtx) checkPlan(op, scopeID string, gen int64, plan []PlanStep) error {
 			}
 		}
 		if n > 0 {
-			return invalid(op, ReasonCompetingIntent, "step %d: %d unresolved at start %.12s", i, n, r.start)
+			return invalid(op, ReasonCompetingIntent, "block %d: %d unresolved at start %.12s", i, n, r.start)
 		}
 	}
 	return nil
 }
 
-// planRows reads the observations of a plan's steps by id.
-func (w *wtx) planRows(op string, plan []PlanStep) (map[int64]stepRow, error) {
+// planRows reads the observations of a plan's blocks by id.
+func (w *wtx) planRows(op string, plan []PlanBlock) (map[int64]blockRow, error) {
 	ids := make([]int64, len(plan))
 	for i, st := range plan {
 		ids[i] = st.ObservationID
@@ -91,10 +91,10 @@ func (w *wtx) planRows(op string, plan []PlanStep) (map[int64]stepRow, error) {
 		return nil, err
 	}
 	defer rs.Close()
-	out := make(map[int64]stepRow, len(plan))
+	out := make(map[int64]blockRow, len(plan))
 	for rs.Next() {
 		var id int64
-		var r stepRow
+		var r blockRow
 		if err := rs.Scan(&id, &r.scope, &r.gen, &r.start, &r.end, &r.producer, &r.replayable, &r.payload); err != nil {
 			return nil, err
 		}

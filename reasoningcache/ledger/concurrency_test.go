@@ -21,7 +21,7 @@ func TestConcurrentTurns(t *testing.T) {
 		go func(w int) {
 			defer wg.Done()
 			sc := testScope(w % 4)
-			var plan []PlanStep
+			var plan []PlanBlock
 			start := dig("w%d start", w)
 			for i := 0; i < turns; i++ {
 				gen, err := s.ScopeGeneration(ctx, sc.ID)
@@ -60,7 +60,7 @@ func TestConcurrentTurns(t *testing.T) {
 						errc <- err
 						return
 					}
-					plan = append(plan, PlanStep{ObservationID: res.ObservationID, PayloadID: res.PayloadID, EndDigest: end})
+					plan = append(plan, PlanBlock{ObservationID: res.ObservationID, PayloadID: res.PayloadID, EndDigest: end})
 					if len(plan) > 8 {
 						plan = nil
 					}

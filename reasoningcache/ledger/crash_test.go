@@ -81,7 +81,7 @@ func TestCrashChild(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
 			sc := testScope(w % 3)
 			start := dig("run %s w %d start", run, w)
-			var plan []PlanStep
+			var plan []PlanBlock
 			var gen int64
 			for i := 0; ; i++ {
 				if plan != nil {
@@ -126,7 +126,7 @@ func TestCrashChild(t *testing.T) {
 					}
 					say("ACK marker %s %s", sc.ID, d)
 				}
-				plan = append(plan, PlanStep{ObservationID: res.ObservationID, PayloadID: res.PayloadID, EndDigest: end})
+				plan = append(plan, PlanBlock{ObservationID: res.ObservationID, PayloadID: res.PayloadID, EndDigest: end})
 				if len(plan) > 4 {
 					plan = plan[1:]
 				}

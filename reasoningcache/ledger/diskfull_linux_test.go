@@ -41,7 +41,7 @@ func TestDiskFullRealFilesystem(t *testing.T) {
 
 	type conv struct {
 		sc   Scope
-		plan []PlanStep
+		plan []PlanBlock
 		next int
 	}
 	convs := make([]*conv, 4)
@@ -81,7 +81,7 @@ func TestDiskFullRealFilesystem(t *testing.T) {
 		}
 		acked[res.ObservationID] = end
 		if res.PayloadID != 0 {
-			c.plan = append(append([]PlanStep(nil), c.plan...), PlanStep{ObservationID: res.ObservationID, PayloadID: res.PayloadID, EndDigest: end})
+			c.plan = append(append([]PlanBlock(nil), c.plan...), PlanBlock{ObservationID: res.ObservationID, PayloadID: res.PayloadID, EndDigest: end})
 		} else {
 			c.plan = nil // not replayable: the chain starts again
 		}

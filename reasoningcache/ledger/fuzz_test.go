@@ -24,7 +24,7 @@ func FuzzWriteOps(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, scope, start, end string, obs, gen int64, payload []byte, kind string) {
 		sc := Scope{ID: scope, Model: "m"}
-		plan := []PlanStep{{ObservationID: obs, PayloadID: obs, EndDigest: end}}
+		plan := []PlanBlock{{ObservationID: obs, PayloadID: obs, EndDigest: end}}
 		id, err := s.CreateIntent(ctx, CreateIntentRequest{Scope: sc, Generation: gen, StartDigest: start, Plan: plan})
 		ok(t, "CreateIntent with plan", err)
 		if err != nil {

@@ -34,7 +34,7 @@ func openTest(t testing.TB, path string, opts Options) *Store {
 
 // storeTurn runs one full turn (intent, observation with payload,
 // resolve) and returns the observation's plan step.
-func storeTurn(t testing.TB, s *Store, sc Scope, gen int64, start, end string, plan []PlanStep) PlanStep {
+func storeTurn(t testing.TB, s *Store, sc Scope, gen int64, start, end string, plan []PlanBlock) PlanBlock {
 	t.Helper()
 	ctx := context.Background()
 	id, err := s.CreateIntent(ctx, CreateIntentRequest{Scope: sc, Generation: gen, StartDigest: start, Plan: plan})
@@ -55,5 +55,5 @@ func storeTurn(t testing.TB, s *Store, sc Scope, gen int64, start, end string, p
 	if err := s.ResolveIntent(ctx, id); err != nil {
 		t.Fatalf("ResolveIntent: %v", err)
 	}
-	return PlanStep{ObservationID: res.ObservationID, PayloadID: res.PayloadID, EndDigest: end}
+	return PlanBlock{ObservationID: res.ObservationID, PayloadID: res.PayloadID, EndDigest: end}
 }

@@ -34,7 +34,7 @@ func TestInspectCountsWithoutTouching(t *testing.T) {
 	s := openTest(t, "", Options{Now: func() time.Time { return now }})
 	sc := testScope(1)
 	a := storeTurn(t, s, sc, 1, dig("s0"), dig("e0"), nil)
-	storeTurn(t, s, sc, 1, dig("e0"), dig("e1"), []PlanStep{a})
+	storeTurn(t, s, sc, 1, dig("e0"), dig("e1"), []PlanBlock{a})
 	storeTurn(t, s, testScope(2), 1, dig("s0"), dig("e0"), nil)
 	if _, err := s.WriteMarkers(ctx, sc, []Marker{{Kind: MarkerStartPoison, Digest: dig("p"), Reason: "test"}}); err != nil {
 		t.Fatal(err)

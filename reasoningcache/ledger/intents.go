@@ -9,7 +9,7 @@ import (
 )
 
 // CreateIntentRequest asks for a dispatch intent: "revalidate the plan,
-// pin it, create the intent" as one atomic step.
+// pin it, create the intent" as one atomic block.
 type CreateIntentRequest struct {
 	// Scope is created on first use.
 	Scope Scope
@@ -24,7 +24,7 @@ type CreateIntentRequest struct {
 	// is revalidated: it exists in this scope and generation, is
 	// replayable, still points at the same payload and end digest, and its
 	// end digest carries no end-conflict marker.
-	Plan []PlanStep
+	Plan []PlanBlock
 	// Deadline is when the dispatch is due to have finished (metadata for
 	// inspection and retention; the ledger does not enforce it).
 	Deadline time.Time
@@ -36,11 +36,11 @@ type CreateIntentRequest struct {
 // *ValidationError with one of the reasons stale_generation,
 // competing_intent (another unresolved intent starts at the same position
 // and the plan is not empty), missing_ancestor, ancestor_mismatch,
-// not_replayable, end_conflict or start_poisoned (a step's start).
+// not_replayable, end_conflict or start_poisoned (a block's start).
 //
 // A start-poison at StartDigest itself does not refuse the intent: the
 // poison covers the outputs at that position, which stay unreplayable
-// there (every step is checked against its start), not the earlier blocks
+// there (every block is checked against its start), not the earlier blocks
 // of the plan. So a retry at a poisoned position still replays its valid
 // plan and is observed, and its record carries that plan on to later
 // turns.
@@ -136,7 +136,7 @@ func (s *Store) ResolveIntent(ctx context.Context, intentID int64) error {
 }
 
 // PoisonIntent ends an intent whose outcome is unknown (an interrupted
-// stream, a capture that could not be checked): in one commit it writes
+// stream, a recording that could not be checked): in one commit it writes
 // start-poison markers for its positions (its start, and its end digest
 // once it reached delivery), the same as startup recovery does, and
 // removes it. reason is a fixed code of at most 64 bytes. Poisoning an

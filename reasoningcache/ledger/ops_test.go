@@ -52,7 +52,7 @@ func TestBatchOperationsValidateInOrderAndFailAlone(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			_, errs[i] = s.CreateIntent(ctx, CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("e0"), Plan: []PlanStep{step}})
+			_, errs[i] = s.CreateIntent(ctx, CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("e0"), Plan: []PlanBlock{step}})
 		}(i)
 	}
 	waitQueued(t, s, 2)
@@ -117,7 +117,7 @@ func TestCreateIntentValidation(t *testing.T) {
 	s := openTest(t, "", Options{})
 	sc, other := testScope(1), testScope(2)
 	a := storeTurn(t, s, sc, 1, dig("s0"), dig("e0"), nil)
-	b := storeTurn(t, s, sc, 1, dig("e0"), dig("e1"), []PlanStep{a})
+	b := storeTurn(t, s, sc, 1, dig("e0"), dig("e1"), []PlanBlock{a})
 	o := storeTurn(t, s, other, 1, dig("s0"), dig("o0"), nil)
 
 	// Non-replayable observation.
@@ -139,14 +139,14 @@ func TestCreateIntentValidation(t *testing.T) {
 		req  CreateIntentRequest
 		want Reason
 	}{
-		{"stale generation", CreateIntentRequest{Scope: sc, Generation: 7, StartDigest: dig("x1"), Plan: []PlanStep{a}}, ReasonStaleGeneration},
-		{"missing ancestor", CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("x2"), Plan: []PlanStep{{ObservationID: 999, PayloadID: 1, EndDigest: dig("e0")}}}, ReasonMissingAncestor},
-		{"other scope", CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("x3"), Plan: []PlanStep{o}}, ReasonAncestorMismatch},
-		{"changed end", CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("x4"), Plan: []PlanStep{{ObservationID: a.ObservationID, PayloadID: a.PayloadID, EndDigest: dig("zz")}}}, ReasonAncestorMismatch},
-		{"not replayable", CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("x5"), Plan: []PlanStep{{ObservationID: nr.ObservationID, PayloadID: 1, EndDigest: dig("n0")}}}, ReasonNotReplayable},
-		{"end conflict", CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("x6"), Plan: []PlanStep{a, b}}, ReasonEndConflict},
+		{"stale generation", CreateIntentRequest{Scope: sc, Generation: 7, StartDigest: dig("x1"), Plan: []PlanBlock{a}}, ReasonStaleGeneration},
+		{"missing ancestor", CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("x2"), Plan: []PlanBlock{{ObservationID: 999, PayloadID: 1, EndDigest: dig("e0")}}}, ReasonMissingAncestor},
+		{"other scope", CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("x3"), Plan: []PlanBlock{o}}, ReasonAncestorMismatch},
+		{"changed end", CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("x4"), Plan: []PlanBlock{{ObservationID: a.ObservationID, PayloadID: a.PayloadID, EndDigest: dig("zz")}}}, ReasonAncestorMismatch},
+		{"not replayable", CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("x5"), Plan: []PlanBlock{{ObservationID: nr.ObservationID, PayloadID: 1, EndDigest: dig("n0")}}}, ReasonNotReplayable},
+		{"end conflict", CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("x6"), Plan: []PlanBlock{a, b}}, ReasonEndConflict},
 		{"bad digest", CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: "ABC"}, ReasonInvalidArgument},
-		{"plan without generation", CreateIntentRequest{Scope: sc, StartDigest: dig("x7"), Plan: []PlanStep{a}}, ReasonInvalidArgument},
+		{"plan without generation", CreateIntentRequest{Scope: sc, StartDigest: dig("x7"), Plan: []PlanBlock{a}}, ReasonInvalidArgument},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,10 +160,10 @@ func TestCreateIntentValidation(t *testing.T) {
 	if n, err := s.AdvanceGenerations(ctx, sc.ID); err != nil || n != 1 {
 		t.Fatalf("AdvanceGenerations: %d, %v", n, err)
 	}
-	if _, err := s.CreateIntent(ctx, CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("y"), Plan: []PlanStep{a}}); !IsReason(err, ReasonStaleGeneration) {
+	if _, err := s.CreateIntent(ctx, CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("y"), Plan: []PlanBlock{a}}); !IsReason(err, ReasonStaleGeneration) {
 		t.Fatalf("after advance: %v", err)
 	}
-	if _, err := s.CreateIntent(ctx, CreateIntentRequest{Scope: sc, Generation: 2, StartDigest: dig("y"), Plan: []PlanStep{a}}); !IsReason(err, ReasonStaleGeneration) {
+	if _, err := s.CreateIntent(ctx, CreateIntentRequest{Scope: sc, Generation: 2, StartDigest: dig("y"), Plan: []PlanBlock{a}}); !IsReason(err, ReasonStaleGeneration) {
 		t.Fatalf("old-generation ancestor: %v", err)
 	}
 }
@@ -173,14 +173,14 @@ func TestCommitObservationOutcomesAndAncestry(t *testing.T) {
 	s := openTest(t, "", Options{})
 	sc := testScope(1)
 	a := storeTurn(t, s, sc, 1, dig("s0"), dig("e0"), nil)
-	b := storeTurn(t, s, sc, 1, dig("e0"), dig("e1"), []PlanStep{a})
+	b := storeTurn(t, s, sc, 1, dig("e0"), dig("e1"), []PlanBlock{a})
 
 	cands, err := s.Candidates(ctx, sc.ID, dig("e1"))
 	if err != nil || len(cands) != 1 {
 		t.Fatalf("Candidates: %+v, %v", cands, err)
 	}
 	c := cands[0]
-	if c.ID != b.ObservationID || len(c.PriorPlan) != 1 || c.PriorPlan[0] != a || !c.Replayable || c.Snapshot != 2 || c.Generation != 1 {
+	if c.ID != b.ObservationID || len(c.PriorPlan) != 1 || c.PriorPlan[0] != a || !c.Replayable || c.Seq != 2 || c.Generation != 1 {
 		t.Fatalf("candidate %+v", c)
 	}
 	var anc int64
@@ -269,7 +269,7 @@ func TestPayloadLimitsAndHotCache(t *testing.T) {
 		t.Fatalf("missing payload: %v", err)
 	}
 	// A stored plan count over the limit is refused before its JSON loads.
-	b := storeTurn(t, s, sc, 1, dig("e0"), dig("e1"), []PlanStep{a})
+	b := storeTurn(t, s, sc, 1, dig("e0"), dig("e1"), []PlanBlock{a})
 	if _, err := s.wconn.ExecContext(ctx, `UPDATE observations SET plan_count = 100000 WHERE observation_id = ?`, b.ObservationID); err != nil {
 		t.Fatal(err)
 	}

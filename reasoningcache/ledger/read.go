@@ -25,7 +25,7 @@ func (s *Store) Candidates(ctx context.Context, scopeID, endDigest string) ([]Ob
 		FROM observations o JOIN scopes sc ON sc.scope_id = o.scope_id AND sc.generation = o.generation
 		WHERE o.scope_id = ? AND o.end_digest = ?
 		ORDER BY o.observation_id DESC LIMIT ?`,
-		s.opts.MaxPlanBytes, s.opts.MaxPlanSteps, scopeID, endDigest, s.opts.MaxCandidates)
+		s.opts.MaxPlanBytes, s.opts.MaxPlanBlocks, scopeID, endDigest, s.opts.MaxCandidates)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: candidates: %w", err)
 	}
@@ -43,12 +43,12 @@ func (s *Store) Candidates(ctx context.Context, scopeID, endDigest string) ([]Ob
 			createdAtM int64
 		)
 		if err := rows.Scan(&o.ID, &o.ScopeID, &o.Generation, &o.StartDigest, &o.EndDigest, &o.EnvelopeFP,
-			&o.PayloadFP, &o.OutputHash, &count, &n, &plan, &o.IntentID, &o.Snapshot, &o.Replayable,
+			&o.PayloadFP, &o.OutputHash, &count, &n, &plan, &o.IntentID, &o.Seq, &o.Replayable,
 			&payload, &createdAtM, &o.RowVersion, &o.ModelSnapshot); err != nil {
 			return nil, fmt.Errorf("ledger: candidates: %w", err)
 		}
 		if !plan.Valid {
-			return nil, fmt.Errorf("%w: observation %d has a plan of %d steps, %d bytes", ErrTooLarge, o.ID, count, n)
+			return nil, fmt.Errorf("%w: observation %d has a plan of %d blocks, %d bytes", ErrTooLarge, o.ID, count, n)
 		}
 		if plan.String == linkedPlan && count > 0 {
 			linked = append(linked, len(out))
@@ -83,7 +83,7 @@ func (s *Store) ScopeState(ctx context.Context, scopeID string) (st ScopeState, 
 	}
 	err = s.reads.QueryRowContext(ctx, `
 		SELECT scope_id, model, caller, generation, latest_snapshot, row_version FROM scopes WHERE scope_id = ?`,
-		scopeID).Scan(&st.ID, &st.Model, &st.Caller, &st.Generation, &st.LatestSnapshot, &st.RowVersion)
+		scopeID).Scan(&st.ID, &st.Model, &st.Caller, &st.Generation, &st.LatestSeq, &st.RowVersion)
 	if errors.Is(err, sql.ErrNoRows) {
 		return st, false, nil
 	}
@@ -162,7 +162,7 @@ func (s *Store) UnresolvedIntents(ctx context.Context, limit int) ([]Intent, err
 	}
 	rows, err := s.reads.QueryContext(ctx, `
 		SELECT `+intentColumns+`, plan_count, CASE WHEN length(plan) <= ? AND plan_count <= ? THEN plan END
-		FROM intents ORDER BY intent_id LIMIT ?`, s.opts.MaxPlanBytes, s.opts.MaxPlanSteps, limit)
+		FROM intents ORDER BY intent_id LIMIT ?`, s.opts.MaxPlanBytes, s.opts.MaxPlanBlocks, limit)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: intents: %w", err)
 	}

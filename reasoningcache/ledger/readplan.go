@@ -9,7 +9,7 @@ import (
 )
 
 // maxBulk bounds the keys of one bulk read (a plan is at most
-// Options.MaxPlanSteps steps; the planner asks for two digests per step).
+// Options.MaxPlanBlocks blocks; the planner asks for two digests per block).
 const maxBulk = 4096
 
 // jsonKeys encodes keys as the JSON array the bulk reads unpack with
@@ -58,7 +58,7 @@ func (s *Store) Observations(ctx context.Context, scopeID string, ids []int64) (
 			created int64
 		)
 		if err := rows.Scan(&o.ID, &o.ScopeID, &o.Generation, &o.StartDigest, &o.EndDigest, &o.EnvelopeFP,
-			&o.PayloadFP, &o.OutputHash, &o.IntentID, &o.Snapshot, &o.Replayable, &payload, &created,
+			&o.PayloadFP, &o.OutputHash, &o.IntentID, &o.Seq, &o.Replayable, &payload, &created,
 			&o.RowVersion, &o.ModelSnapshot); err != nil {
 			return nil, fmt.Errorf("ledger: observations: %w", err)
 		}
@@ -131,9 +131,9 @@ func (s *Store) IntentsAt(ctx context.Context, scopeID string, startDigests []st
 // maxSnapshots bounds how many snapshots Snapshots returns.
 const maxSnapshots = 64
 
-// Snapshots returns the model snapshots scopeID has observed, the most
+// ModelSnapshots returns the model snapshots scopeID has observed, the most
 // recently observed first (at most 64).
-func (s *Store) Snapshots(ctx context.Context, scopeID string) ([]SnapshotSeen, error) {
+func (s *Store) ModelSnapshots(ctx context.Context, scopeID string) ([]ModelSnapshotSeen, error) {
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
@@ -144,10 +144,10 @@ func (s *Store) Snapshots(ctx context.Context, scopeID string) ([]SnapshotSeen, 
 		return nil, fmt.Errorf("ledger: snapshots: %w", err)
 	}
 	defer rows.Close()
-	var out []SnapshotSeen
+	var out []ModelSnapshotSeen
 	for rows.Next() {
 		var (
-			sn   SnapshotSeen
+			sn   ModelSnapshotSeen
 			seen int64
 		)
 		if err := rows.Scan(&sn.Snapshot, &seen, &sn.Seq); err != nil {

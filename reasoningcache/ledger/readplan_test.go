@@ -30,7 +30,7 @@ func TestSnapshotsAndBulkReads(t *testing.T) {
 	a := commit(dig("s1"), dig("e1"), "m-1")
 	b := commit(dig("s2"), dig("e2"), "m-2")
 	commit(dig("s3"), dig("e3"), "m-1")
-	snaps, err := s.Snapshots(ctx, sc.ID)
+	snaps, err := s.ModelSnapshots(ctx, sc.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestCreateIntentChecksStepStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.CreateIntent(ctx, CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("s2"), Plan: []PlanStep{step}})
+	_, err = s.CreateIntent(ctx, CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("s2"), Plan: []PlanBlock{step}})
 	if !IsReason(err, ReasonCompetingIntent) {
 		t.Fatalf("err %v, want competing_intent", err)
 	}
@@ -88,7 +88,7 @@ func TestCreateIntentChecksStepStart(t *testing.T) {
 	if err := s.PoisonIntent(ctx, other, "test_abandoned"); !IsReason(err, ReasonIntentMissing) {
 		t.Fatalf("second poison: %v, want intent_missing", err)
 	}
-	_, err = s.CreateIntent(ctx, CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("s2"), Plan: []PlanStep{step}})
+	_, err = s.CreateIntent(ctx, CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("s2"), Plan: []PlanBlock{step}})
 	if !IsReason(err, ReasonStartPoisoned) {
 		t.Fatalf("err %v, want start_poisoned (the step's start)", err)
 	}
@@ -151,7 +151,7 @@ func TestMigrateFromFormat1(t *testing.T) {
 	if len(obs) != 1 || obs[0].ModelSnapshot != "" {
 		t.Fatalf("migrated observations %+v", obs)
 	}
-	snaps, err := s.Snapshots(ctx, sc.ID)
+	snaps, err := s.ModelSnapshots(ctx, sc.ID)
 	must(err)
 	if len(snaps) != 0 {
 		t.Fatalf("snapshots %+v", snaps)

@@ -201,14 +201,14 @@ func TestRetentionDriftResetsBarrier(t *testing.T) {
 
 // chain stores n turns of one conversation, each replaying the whole
 // chain before it, and returns their plan steps.
-func chain(t *testing.T, s *Store, sc Scope, label string, n int) []PlanStep {
+func chain(t *testing.T, s *Store, sc Scope, label string, n int) []PlanBlock {
 	t.Helper()
-	var plan []PlanStep
+	var plan []PlanBlock
 	start := dig("%s start", label)
 	for i := 0; i < n; i++ {
 		end := dig("%s end %d", label, i)
 		st := storeTurn(t, s, sc, 1, start, end, plan)
-		plan = append(append([]PlanStep(nil), plan...), st)
+		plan = append(append([]PlanBlock(nil), plan...), st)
 		start = dig("%s next %d", label, i)
 	}
 	return plan
@@ -304,7 +304,7 @@ func TestCleanupKeepsPinnedCompetedAndAncestorsOfRetained(t *testing.T) {
 			t.Fatal("a free payload was kept")
 		}
 	}
-	for name, steps := range map[string][]PlanStep{"pinned": pinned, "competed": competed, "retained": retained} {
+	for name, steps := range map[string][]PlanBlock{"pinned": pinned, "competed": competed, "retained": retained} {
 		for i, st := range steps {
 			if !hasPayload(t, s, st.ObservationID) {
 				t.Fatalf("%s turn %d lost its payload", name, i)

@@ -112,7 +112,7 @@ func TestSoakRetention(t *testing.T) {
 	clk := newFakeClock()
 	s := openClocked(t, clk, Options{})
 	sc := testScope(1)
-	var plan []PlanStep
+	var plan []PlanBlock
 	lastCleanup := clk.Monotonic()
 	deleted := 0
 	for i := 0; i < turns; i++ {
@@ -155,7 +155,7 @@ func TestSoakRetention(t *testing.T) {
 }
 
 // storeTurnSized is storeTurn with a payload of n bytes.
-func storeTurnSized(t testing.TB, s *Store, sc Scope, start, end string, plan []PlanStep, n int) PlanStep {
+func storeTurnSized(t testing.TB, s *Store, sc Scope, start, end string, plan []PlanBlock, n int) PlanBlock {
 	t.Helper()
 	ctx := context.Background()
 	id, err := s.CreateIntent(ctx, CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: start, Plan: plan})
@@ -176,5 +176,5 @@ func storeTurnSized(t testing.TB, s *Store, sc Scope, start, end string, plan []
 	if err := s.ResolveIntent(ctx, id); err != nil {
 		t.Fatalf("ResolveIntent: %v", err)
 	}
-	return PlanStep{ObservationID: res.ObservationID, PayloadID: res.PayloadID, EndDigest: end}
+	return PlanBlock{ObservationID: res.ObservationID, PayloadID: res.PayloadID, EndDigest: end}
 }

@@ -20,7 +20,7 @@ import (
 // Default limits and sizes; see Options.
 const (
 	DefaultMaxPayloadBytes = 16 << 20
-	DefaultMaxPlanSteps    = 256
+	DefaultMaxPlanBlocks   = 256
 	DefaultMaxPlanBytes    = 256 << 10
 	DefaultMaxCandidates   = 16
 	DefaultMaxBatch        = 256
@@ -45,8 +45,8 @@ type Options struct {
 	Disabled bool
 	// MaxPayloadBytes bounds one payload's original output JSON.
 	MaxPayloadBytes int64
-	// MaxPlanSteps bounds the number of steps of one plan.
-	MaxPlanSteps int
+	// MaxPlanBlocks bounds the number of blocks of one plan.
+	MaxPlanBlocks int
 	// MaxPlanBytes bounds one plan's JSON encoding.
 	MaxPlanBytes int
 	// MaxCandidates bounds how many observations Candidates returns.
@@ -101,8 +101,8 @@ func (o *Options) setDefaults() {
 	if o.MaxPayloadBytes <= 0 {
 		o.MaxPayloadBytes = DefaultMaxPayloadBytes
 	}
-	if o.MaxPlanSteps <= 0 {
-		o.MaxPlanSteps = DefaultMaxPlanSteps
+	if o.MaxPlanBlocks <= 0 {
+		o.MaxPlanBlocks = DefaultMaxPlanBlocks
 	}
 	if o.MaxPlanBytes <= 0 {
 		o.MaxPlanBytes = DefaultMaxPlanBytes

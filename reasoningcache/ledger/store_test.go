@@ -143,7 +143,7 @@ func TestRecoveryPoisonsUnresolvedIntents(t *testing.T) {
 	sc := testScope(1)
 	s := openTest(t, path, Options{})
 	step := storeTurn(t, s, sc, 1, dig("s0"), dig("e0"), nil)
-	dispatch, err := s.CreateIntent(ctx, CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("e0"), Plan: []PlanStep{step}})
+	dispatch, err := s.CreateIntent(ctx, CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("e0"), Plan: []PlanBlock{step}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestRecoveryPoisonsUnresolvedIntents(t *testing.T) {
 	// A poisoned start still takes an intent with a valid plan: the poison
 	// covers the outputs at that position, not the blocks beneath it (a
 	// step whose own start is poisoned is refused: readplan_test).
-	retry, err := s.CreateIntent(ctx, CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("e0"), Plan: []PlanStep{step}})
+	retry, err := s.CreateIntent(ctx, CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("e0"), Plan: []PlanBlock{step}})
 	if err != nil {
 		t.Fatalf("CreateIntent at a poisoned start: %v", err)
 	}

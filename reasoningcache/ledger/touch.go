@@ -83,7 +83,7 @@ func (s *Store) flushTouches(ctx context.Context) error {
 	return nil
 }
 
-// touchPayloadsOf touches the payloads of plan steps: selected for dispatch or
+// touchPayloadsOf touches the payloads of plan blocks: selected for dispatch or
 // referenced by a recorded answer. Inside the operation's transaction.
 func (w *wtx) touchPayloadsOf(planJSON string) error {
 	_, err := w.ExecContext(w.ctx, `

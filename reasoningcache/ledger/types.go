@@ -45,16 +45,16 @@ type ScopeState struct {
 	// Generation is the scope's current generation; a fence raises it, and
 	// observations of an older generation are never planned again.
 	Generation int64
-	// LatestSnapshot is the counter of the scope's last committed
-	// observation (Observation.Snapshot), 0 before the first commit.
-	LatestSnapshot int64
+	// LatestSeq is the counter of the scope's last committed
+	// observation (Observation.Seq), 0 before the first commit.
+	LatestSeq int64
 	// RowVersion is raised on every update of the row.
 	RowVersion int64
 }
 
-// PlanStep is one earlier observation a plan replays. Plans are stored as
-// JSON arrays of steps.
-type PlanStep struct {
+// PlanBlock is one earlier observation a plan replays. Plans are stored as
+// JSON arrays of blocks.
+type PlanBlock struct {
 	// ObservationID is the observation whose original output is replayed.
 	ObservationID int64 `json:"observation_id"`
 	// PayloadID is the payload the observation pointed at when planned.
@@ -86,12 +86,12 @@ type Observation struct {
 	// OutputHash is the exact hash of the output as sent to the client.
 	OutputHash string
 	// PriorPlan is the plan the producing request replayed.
-	PriorPlan []PlanStep
+	PriorPlan []PlanBlock
 	// IntentID is the producing intent (kept after the intent is gone).
 	IntentID int64
-	// Snapshot is the scope's commit counter at this commit
-	// (ScopeState.LatestSnapshot just after it), not a model snapshot.
-	Snapshot int64
+	// Seq is the scope's commit counter at this commit
+	// (ScopeState.LatestSeq just after it), not a model snapshot.
+	Seq int64
 	// ModelSnapshot is the model snapshot the upstream reported for the
 	// output (e.g. "gpt-5.2-2025-12-11"); "" for rows from before it was
 	// recorded.
@@ -158,7 +158,7 @@ type Intent struct {
 	// EndDigest is the end digest, set when the intent moves to delivery.
 	EndDigest string
 	// Plan is the replay plan the request was sent with.
-	Plan []PlanStep
+	Plan []PlanBlock
 	// Deadline is the deadline metadata TouchIntent last recorded; it is
 	// diagnostic (the engine enforces inactivity with its own timer).
 	Deadline time.Time
@@ -166,8 +166,8 @@ type Intent struct {
 	CreatedAt time.Time
 }
 
-// SnapshotSeen is one model snapshot a scope has observed.
-type SnapshotSeen struct {
+// ModelSnapshotSeen is one model snapshot a scope has observed.
+type ModelSnapshotSeen struct {
 	// Snapshot is the model snapshot string the upstream reported.
 	Snapshot string
 	// LastSeen is when an observation last reported it.

@@ -35,16 +35,16 @@ func checkFP(op, field, d string) error {
 }
 
 // encodePlan checks a plan's size limits and returns its JSON.
-func (s *Store) encodePlan(op string, plan []PlanStep) (string, error) {
-	if len(plan) > s.opts.MaxPlanSteps {
-		return "", invalid(op, ReasonInvalidArgument, "plan has %d steps, limit %d", len(plan), s.opts.MaxPlanSteps)
+func (s *Store) encodePlan(op string, plan []PlanBlock) (string, error) {
+	if len(plan) > s.opts.MaxPlanBlocks {
+		return "", invalid(op, ReasonInvalidArgument, "plan has %d blocks, limit %d", len(plan), s.opts.MaxPlanBlocks)
 	}
 	if plan == nil {
-		plan = []PlanStep{}
+		plan = []PlanBlock{}
 	}
 	for i, st := range plan {
 		if st.ObservationID <= 0 || st.PayloadID <= 0 || !isDigest(st.EndDigest) {
-			return "", invalid(op, ReasonInvalidArgument, "plan step %d is malformed", i)
+			return "", invalid(op, ReasonInvalidArgument, "plan block %d is malformed", i)
 		}
 	}
 	b, err := json.Marshal(plan)
@@ -58,16 +58,16 @@ func (s *Store) encodePlan(op string, plan []PlanStep) (string, error) {
 }
 
 // decodePlan checks the stored length and count before loading the JSON.
-func (s *Store) decodePlan(raw string, count int64) ([]PlanStep, error) {
-	if count < 0 || count > int64(s.opts.MaxPlanSteps) || len(raw) > s.opts.MaxPlanBytes {
-		return nil, fmt.Errorf("%w: plan of %d steps, %d bytes", ErrTooLarge, count, len(raw))
+func (s *Store) decodePlan(raw string, count int64) ([]PlanBlock, error) {
+	if count < 0 || count > int64(s.opts.MaxPlanBlocks) || len(raw) > s.opts.MaxPlanBytes {
+		return nil, fmt.Errorf("%w: plan of %d blocks, %d bytes", ErrTooLarge, count, len(raw))
 	}
-	plan := make([]PlanStep, 0, count)
+	plan := make([]PlanBlock, 0, count)
 	if err := json.Unmarshal([]byte(raw), &plan); err != nil {
 		return nil, fmt.Errorf("ledger: decode stored plan: %w", err)
 	}
 	if int64(len(plan)) != count {
-		return nil, fmt.Errorf("ledger: stored plan has %d steps, row says %d", len(plan), count)
+		return nil, fmt.Errorf("ledger: stored plan has %d blocks, row says %d", len(plan), count)
 	}
 	return plan, nil
 }

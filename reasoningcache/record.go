@@ -15,7 +15,7 @@ import (
 	"github.com/reasoning-relay/caddy-reasoning-relay/reasoningcache/ledger"
 )
 
-// Outcome is a finished upstream response as the handler captured it.
+// Outcome is a finished upstream response as the handler received it.
 type Outcome struct {
 	// Status is the Responses status: completed, incomplete, failed, ...
 	Status string
@@ -30,11 +30,11 @@ type Outcome struct {
 	DoneItems []json.RawMessage
 	// Sent is exactly what the client received.
 	Sent Sent
-	// CaptureExceeded reports that the capture stopped keeping output
-	// items at the entry allowance, or because Session.GrowCapture
+	// RecordExceeded reports that the recording stopped keeping output
+	// items at the entry allowance, or because Session.GrowRecord
 	// refused them, while it accumulated them: the output is not known,
-	// so its position is poisoned (capture_over_budget).
-	CaptureExceeded bool
+	// so its position is poisoned (record_over_budget).
+	RecordExceeded bool
 }
 
 // Sent is what the client received, in Chat terms.
@@ -57,7 +57,7 @@ type ToolCall struct {
 	Custom bool
 }
 
-// outItem is what capture reads of an output item.
+// outItem is what record reads of an output item.
 type outItem struct {
 	Type             string  `json:"type"`
 	ID               string  `json:"id"`
@@ -74,7 +74,7 @@ type outItem struct {
 	Input     string `json:"input"`
 }
 
-// verdict is capture's decision about one output.
+// verdict is recording's decision about one output.
 type verdict struct {
 	poison    string // non-empty: the outcome is unknown; poison the position
 	observe   bool   // commit an observation
@@ -87,7 +87,7 @@ type verdict struct {
 // Complete records the finished upstream response and moves the intent to
 // delivery. Call it before writing the terminal chunk or the JSON body: it
 // returns once the ledger has committed. It never makes an otherwise valid
-// response fail: problems with the capture (a projection that does not
+// response fail: problems with the recording (a projection that does not
 // match what the client received, drifting copies, an unpredictable
 // envelope) become a start-poison marker at the request's position. A
 // returned error only reports that the ledger could not commit the
@@ -155,15 +155,15 @@ func (s *Session) Complete(ctx context.Context, out Outcome) error {
 	return nil
 }
 
-// judge checks the capture and predicts the client's next envelope. It
+// judge checks the recording and predicts the client's next envelope. It
 // returns the payload (the terminal output array) with the verdict.
 func (s *Session) judge(out *Outcome) (verdict, []byte) {
 	e := s.e
 	var v verdict
-	if out.CaptureExceeded || !s.chargeOutcome(out, arrayLen(out.Output)) {
+	if out.RecordExceeded || !s.chargeOutcome(out, arrayLen(out.Output)) {
 		// stopped at the entry allowance, or the memory budget could not
 		// hold it: the output is not known
-		v.poison = "capture_over_budget"
+		v.poison = "record_over_budget"
 		return v, nil
 	}
 	switch out.Status {
@@ -181,7 +181,7 @@ func (s *Session) judge(out *Outcome) (verdict, []byte) {
 	items := make([]outItem, len(out.Output))
 	for i, raw := range out.Output {
 		if json.Unmarshal(raw, &items[i]) != nil {
-			v.poison = "capture_invalid"
+			v.poison = "record_invalid"
 			return v, nil
 		}
 	}
@@ -221,7 +221,7 @@ func (s *Session) judge(out *Outcome) (verdict, []byte) {
 	v.observe, v.endDigest, v.envFP = true, b.EndDigest.String(), b.Fingerprint.String()
 	switch {
 	case int64(len(payload)) > min(e.cfg.EntryAllowance, e.store.MaxPayloadBytes()):
-		v.why = "capture_over_budget"
+		v.why = "record_over_budget"
 	case !supported:
 		v.why = "unsupported_item"
 	case !reasoning:
