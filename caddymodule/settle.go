@@ -20,8 +20,8 @@ var settling atomic.Int64
 // settleWait bounds how long the status waits for them.
 const settleWait = 2 * time.Second
 
-// deliveredAfterResponse ends a delivered session in the background,
-// exactly once as every end. The request's pin of the ledger moves to the
+// deliveredAfterResponse ends a delivered session (exactly once, as every
+// end) and waits for its commit in the background. The request's pin of the ledger moves to the
 // background end, so that a reload or shutdown closes the ledger only
 // after the resolve, as it would for a request still running.
 func (rq *request) deliveredAfterResponse(ctx context.Context, cs *cacheSession) {
@@ -31,12 +31,17 @@ func (rq *request) deliveredAfterResponse(ctx context.Context, cs *cacheSession)
 	unpin := rq.unpin
 	rq.unpin = nil
 	settling.Add(1)
+	// the session ends now and its commit is queued ahead of any later
+	// write (the next request at the same position must find the intent
+	// resolved, or it could not replay); only the wait for the commit
+	// moves off the response
+	wait := cs.s.DeliveredQueued(context.WithoutCancel(ctx))
 	go func() {
 		defer settling.Add(-1)
 		if unpin != nil {
 			defer unpin()
 		}
-		cs.delivered(ctx)
+		wait()
 	}()
 }
 
