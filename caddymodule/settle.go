@@ -6,13 +6,14 @@ import (
 	"time"
 )
 
-// A delivered session is ended after the response: its resolve commit (an
-// fsync) does not delay the end of the answer, which the client sees when
-// ServeHTTP returns (the last chunk of a stream, the next request on the
-// connection). Durability does not depend on it: the observation was
-// committed before the terminal chunk, and a crash before the resolve
-// leaves an unresolved intent that startup poisons, the outcome the design
-// allows for any request whose end was not recorded.
+// A delivered session is ended without waiting for its resolve commit (an
+// fsync): the client sees the end of the answer when ServeHTTP returns
+// (the last chunk of a stream, the next request on the connection), and
+// that no longer waits for the commit. The commit is queued before, in
+// the ledger's order of writes. Durability does not depend on it: the
+// observation was committed before the terminal chunk, and a crash before
+// the resolve leaves an unresolved intent that startup poisons, the
+// outcome the design allows for any request whose end was not recorded.
 
 // settling counts delivered sessions whose end has not been committed yet.
 var settling atomic.Int64
@@ -21,9 +22,9 @@ var settling atomic.Int64
 const settleWait = 2 * time.Second
 
 // deliveredAfterResponse ends a delivered session (exactly once, as every
-// end) and waits for its commit in the background. The request's pin of the ledger moves to the
-// background end, so that a reload or shutdown closes the ledger only
-// after the resolve, as it would for a request still running.
+// end) and waits for its commit in the background. The request's pin of
+// the ledger moves to that wait, so that a reload or shutdown closes the
+// ledger only after the resolve, as it would for a request still running.
 func (rq *request) deliveredAfterResponse(ctx context.Context, cs *cacheSession) {
 	if cs == nil {
 		return
