@@ -231,13 +231,7 @@ func (cs *cacheSession) complete(ctx context.Context, out reasoningcache.Outcome
 
 // The three ends of a session; serveChat calls exactly one. They run even
 // when the client has gone away (the context's cancellation is dropped).
-
-// delivered resolves the intent: the client has the whole answer.
-func (cs *cacheSession) delivered(ctx context.Context) {
-	if cs != nil {
-		cs.s.Delivered(context.WithoutCancel(ctx))
-	}
-}
+// The first, for a delivered answer, is request.deliveredAfterResponse.
 
 // abandon ends a session whose answer was interrupted after bytes reached
 // the client: its position is poisoned, for reason why.

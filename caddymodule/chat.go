@@ -28,8 +28,8 @@ import (
 //  6. complete the cache session (Session.Complete): commit what the
 //     cache observed BEFORE the client can see the end of the answer;
 //  7. write the terminal frames (or the JSON body);
-//  8. end the session exactly once: Delivered, else Abandon once bytes
-//     reached the client, else Release.
+//  8. end the session exactly once: Delivered (after the response, see
+//     settle.go), else Abandon once bytes reached the client, else Release.
 //
 // Between steps 3 and 8 there is no return: every failure falls through
 // to the one end of the session.
@@ -78,7 +78,7 @@ func (rq *request) serveChat() {
 	}
 	switch { // 8: exactly once
 	case delivered:
-		cs.delivered(ctx)
+		rq.deliveredAfterResponse(ctx, cs) // its resolve does not hold up the end of the answer
 	case rq.wroteBody && treq.Stream:
 		cs.abandon(ctx, "stream_interrupted")
 	case rq.wroteBody:

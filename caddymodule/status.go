@@ -282,6 +282,7 @@ func buildStatus(ctx context.Context) Status {
 	}
 	st.Database, st.Enabled = a.key, a.Enabled
 	st.Snapshots.Dir = a.snapshotDir()
+	awaitSettled(ctx)
 	if a.engine != nil {
 		s := a.engine.Stats()
 		st.Sessions = SessionStatus{Active: s.Sessions, BytesInUse: s.BytesUsed, CapacityBytes: s.Capacity}

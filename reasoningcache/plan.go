@@ -169,6 +169,14 @@ func (v *validator) validate(blocks []ledger.PlanBlock) (plan, string) {
 	for _, in := range intents {
 		unresolved[in.StartDigest] = append(unresolved[in.StartDigest], in.ID)
 	}
+	payloadIDs := make([]int64, len(steps))
+	for i, st := range steps {
+		payloadIDs[i] = st.PayloadID
+	}
+	payloads, err := v.e.store.Payloads(v.ctx, payloadIDs)
+	if err != nil {
+		return plan{}, "payload_unavailable"
+	}
 
 	p := plan{gen: v.gen}
 	for i, st := range blocks {
@@ -181,7 +189,7 @@ func (v *validator) validate(blocks []ledger.PlanBlock) (plan, string) {
 			return p, r
 		}
 		v.e.store.NoteTouched(st.PayloadID) // inspected and validated: a retention touch, batched
-		pl, err := v.e.store.Payload(v.ctx, st.PayloadID)
+		pl, err := payloads.Payload(v.ctx, st.PayloadID)
 		if err != nil {
 			return p, "payload_unavailable"
 		}

@@ -191,6 +191,16 @@ func (s *Session) Delivered(ctx context.Context) {
 	s.finish(ctx, "", true)
 }
 
+// DeliveredQueued is Delivered that does not wait for the ledger's
+// commit: when it returns the session has ended and its resolve (or
+// poison) is queued in the ledger's writer ahead of every later write, so
+// a later request at the same position finds the intent ended. wait
+// blocks until the commit is done; a crash before it leaves the intent
+// for startup to poison, as for any request whose end was not recorded.
+func (s *Session) DeliveredQueued(ctx context.Context) (wait func()) {
+	return s.end(ctx, "", true)
+}
+
 // Abandon ends the session for an unknown or interrupted outcome (the
 // client went away, the stream broke, Complete was never reached): a
 // start-poison marker covers the request's start position (and its end
@@ -213,10 +223,17 @@ func (s *Session) Release(ctx context.Context) {
 }
 
 func (s *Session) finish(ctx context.Context, poison string, delivered bool) {
+	s.end(ctx, poison, delivered)()
+}
+
+// end ends the session and queues its commit in the ledger's writer; the
+// returned function waits for that commit. The session's memory is
+// returned before it: the commit needs nothing the session holds.
+func (s *Session) end(ctx context.Context, poison string, delivered bool) (wait func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
-		return
+		return func() {}
 	}
 	s.ended = true
 	defer s.lease.release()
@@ -225,7 +242,7 @@ func (s *Session) finish(ctx context.Context, poison string, delivered bool) {
 		s.intent = 0
 	}
 	if s.intent == 0 {
-		return
+		return func() {}
 	}
 	switch {
 	case poison != "":
@@ -237,21 +254,25 @@ func (s *Session) finish(ctx context.Context, poison string, delivered bool) {
 	}
 	id := s.intent
 	s.intent = 0
-	var err error
+	var commit func() error
 	if poison != "" {
-		err = s.e.store.PoisonIntent(ctx, id, poison)
-		if err == nil {
-			s.e.counters.poisoned("interrupted", 1)
-		}
+		commit = s.e.store.PoisonIntentQueued(ctx, id, poison)
 	} else {
-		err = s.e.store.ResolveIntent(ctx, id)
+		commit = s.e.store.ResolveIntentQueued(ctx, id)
 	}
-	switch {
-	case err != nil && !ledger.IsReason(err, ledger.ReasonIntentMissing):
-		// The intent stays unresolved; Sweep or the next startup poisons it.
-		s.log.Debug("reasoning cache", zap.String("reason", "resolve_failed"), zap.Error(err))
-	case poison != "":
-		s.log.Debug("reasoning cache", zap.String("reason", "position_poisoned"), zap.String("cause", poison))
+	e, log := s.e, s.log
+	return func() {
+		err := commit()
+		if err == nil && poison != "" {
+			e.counters.poisoned("interrupted", 1)
+		}
+		switch {
+		case err != nil && !ledger.IsReason(err, ledger.ReasonIntentMissing):
+			// The intent stays unresolved; Sweep or the next startup poisons it.
+			log.Debug("reasoning cache", zap.String("reason", "resolve_failed"), zap.Error(err))
+		case poison != "":
+			log.Debug("reasoning cache", zap.String("reason", "position_poisoned"), zap.String("cause", poison))
+		}
 	}
 }
 

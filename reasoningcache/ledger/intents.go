@@ -130,9 +130,13 @@ func (s *Store) MoveToDelivery(ctx context.Context, intentID int64, endDigest st
 // that does not exist fails with reason intent_missing.
 func (s *Store) ResolveIntent(ctx context.Context, intentID int64) error {
 	const op = "resolve_intent"
-	return s.submit(ctx, op, false, func(w *wtx) error {
-		return w.execIntent(op, intentID, `DELETE FROM intents WHERE intent_id = ?`)
-	})
+	return s.submit(ctx, op, false, resolveIntent(intentID))
+}
+
+func resolveIntent(intentID int64) applyFunc {
+	return func(w *wtx) error {
+		return w.execIntent("resolve_intent", intentID, `DELETE FROM intents WHERE intent_id = ?`)
+	}
 }
 
 // PoisonIntent ends an intent whose outcome is unknown (an interrupted
@@ -146,12 +150,16 @@ func (s *Store) PoisonIntent(ctx context.Context, intentID int64, reason string)
 	if reason == "" || len(reason) > 64 {
 		return invalid(op, ReasonInvalidArgument, "reason code must be 1 to 64 bytes")
 	}
-	return s.submit(ctx, op, false, func(w *wtx) error {
-		if _, err := w.intent(op, intentID); err != nil {
+	return s.submit(ctx, op, false, poisonIntent(intentID, reason))
+}
+
+func poisonIntent(intentID int64, reason string) applyFunc {
+	return func(w *wtx) error {
+		if _, err := w.intent("poison_intent", intentID); err != nil {
 			return err
 		}
 		return w.poisonIntents(`intent_id = ?`, reason, intentID)
-	})
+	}
 }
 
 // ExpireIntents poisons and removes, as PoisonIntent does, every intent

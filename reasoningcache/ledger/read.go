@@ -113,10 +113,9 @@ func (s *Store) Payload(ctx context.Context, id int64) (*Payload, error) {
 		return nil, ErrClosed
 	}
 	var (
-		p        Payload
-		touched  int64
-		stored   int64
-		hasValue bool
+		p       Payload
+		touched int64
+		stored  int64
 	)
 	err := s.reads.QueryRowContext(ctx, `
 		SELECT payload_id, fingerprint, size, length(CAST(output AS BLOB)), touched_at, row_version
@@ -128,30 +127,40 @@ func (s *Store) Payload(ctx context.Context, id int64) (*Payload, error) {
 		return nil, fmt.Errorf("ledger: payload %d: %w", id, err)
 	}
 	p.TouchedAt = time.UnixMilli(touched)
-	if stored != p.Size || p.Size > s.opts.MaxPayloadBytes {
-		return nil, fmt.Errorf("%w: payload %d is %d bytes (row says %d), limit %d", ErrTooLarge, id, stored, p.Size, s.opts.MaxPayloadBytes)
-	}
-	if out, ok := s.cache.get(id, p.RowVersion); ok {
-		p.Output, hasValue = out, true
-	}
-	if !hasValue {
-		var out string
-		err := s.reads.QueryRowContext(ctx, `SELECT output FROM payloads WHERE payload_id = ? AND row_version = ?`,
-			id, p.RowVersion).Scan(&out)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, fmt.Errorf("%w: payload %d changed while reading", ErrNotFound, id)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("ledger: payload %d: %w", id, err)
-		}
-		p.Output = []byte(out)
-		if !json.Valid(p.Output) {
-			// admitted payloads are valid JSON: this one was damaged
-			return nil, fmt.Errorf("ledger: payload %d is not valid JSON", id)
-		}
-		s.cache.put(id, p.RowVersion, p.Output)
+	if err := s.loadOutput(ctx, &p, stored); err != nil {
+		return nil, err
 	}
 	return &p, nil
+}
+
+// loadOutput checks the size of a payload whose metadata p holds (stored
+// is the stored output's length) and sets p.Output, from the hot cache
+// when its row version is current, else from the database.
+func (s *Store) loadOutput(ctx context.Context, p *Payload, stored int64) error {
+	id := p.ID
+	if stored != p.Size || p.Size > s.opts.MaxPayloadBytes {
+		return fmt.Errorf("%w: payload %d is %d bytes (row says %d), limit %d", ErrTooLarge, id, stored, p.Size, s.opts.MaxPayloadBytes)
+	}
+	if out, ok := s.cache.get(id, p.RowVersion); ok {
+		p.Output = out
+		return nil
+	}
+	var out string
+	err := s.reads.QueryRowContext(ctx, `SELECT output FROM payloads WHERE payload_id = ? AND row_version = ?`,
+		id, p.RowVersion).Scan(&out)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: payload %d changed while reading", ErrNotFound, id)
+	}
+	if err != nil {
+		return fmt.Errorf("ledger: payload %d: %w", id, err)
+	}
+	p.Output = []byte(out)
+	if !json.Valid(p.Output) {
+		// admitted payloads are valid JSON: this one was damaged
+		return fmt.Errorf("ledger: payload %d is not valid JSON", id)
+	}
+	s.cache.put(id, p.RowVersion, p.Output)
+	return nil
 }
 
 // UnresolvedIntents lists the intents not yet resolved, oldest first (for

@@ -64,29 +64,37 @@ func (s *Store) Stats() Stats {
 // writer has applied it, the caller always waits for the COMMIT, so an
 // error never hides a committed operation.
 func (s *Store) submit(ctx context.Context, name string, internal bool, apply applyFunc) error {
+	r, err := s.enqueue(ctx, name, internal, apply)
+	if err != nil {
+		return err
+	}
+	<-r.done
+	return r.err
+}
+
+// enqueue is submit without the wait: once it returns, the operation is
+// in the writer's queue, which the writer takes in order, so every
+// operation enqueued later is applied after it. The caller waits on
+// r.done and then reads r.err.
+func (s *Store) enqueue(ctx context.Context, name string, internal bool, apply applyFunc) (*request, error) {
 	r := &request{ctx: ctx, name: name, apply: apply, internal: internal, done: make(chan struct{})}
 	s.mu.RLock()
+	defer s.mu.RUnlock()
 	if s.closed {
-		s.mu.RUnlock()
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	if !internal && s.life.guarded.Load() {
-		s.mu.RUnlock()
-		return ErrGuarded
+		return nil, ErrGuarded
 	}
 	if !internal && !s.enabled.Load() {
-		s.mu.RUnlock()
-		return ErrDisabled
+		return nil, ErrDisabled
 	}
 	select {
 	case s.reqs <- r:
 	case <-ctx.Done():
-		s.mu.RUnlock()
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
-	s.mu.RUnlock()
-	<-r.done
-	return r.err
+	return r, nil
 }
 
 // writer is the single goroutine that writes. It takes whatever

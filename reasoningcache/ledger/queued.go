@@ -1,0 +1,34 @@
+package ledger
+
+import "context"
+
+// ResolveIntentQueued is ResolveIntent without waiting for the commit: when
+// it returns, the resolve is in the writer's queue, which the writer takes
+// in order, so every write submitted afterwards (the next request's
+// CreateIntent at the same start, say) is applied after it. wait blocks
+// until it is committed and returns what ResolveIntent would have.
+func (s *Store) ResolveIntentQueued(ctx context.Context, intentID int64) (wait func() error) {
+	return s.queued(ctx, "resolve_intent", resolveIntent(intentID))
+}
+
+// PoisonIntentQueued is PoisonIntent without waiting for the commit, in
+// the same order as ResolveIntentQueued.
+func (s *Store) PoisonIntentQueued(ctx context.Context, intentID int64, reason string) (wait func() error) {
+	const op = "poison_intent"
+	if reason == "" || len(reason) > 64 {
+		err := invalid(op, ReasonInvalidArgument, "reason code must be 1 to 64 bytes")
+		return func() error { return err }
+	}
+	return s.queued(ctx, op, poisonIntent(intentID, reason))
+}
+
+func (s *Store) queued(ctx context.Context, op string, apply applyFunc) func() error {
+	r, err := s.enqueue(ctx, op, false, apply)
+	if err != nil {
+		return func() error { return err }
+	}
+	return func() error {
+		<-r.done
+		return r.err
+	}
+}
