@@ -169,8 +169,8 @@ func (v *validator) validate(blocks []ledger.PlanBlock) (plan, string) {
 	for _, in := range intents {
 		unresolved[in.StartDigest] = append(unresolved[in.StartDigest], in.ID)
 	}
-	payloadIDs := make([]int64, len(steps))
-	for i, st := range steps {
+	payloadIDs := make([]int64, len(blocks))
+	for i, st := range blocks {
 		payloadIDs[i] = st.PayloadID
 	}
 	payloads, err := v.e.store.Payloads(v.ctx, payloadIDs)

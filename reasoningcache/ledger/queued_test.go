@@ -15,7 +15,7 @@ func TestResolveIntentQueuedOrdersLaterWrites(t *testing.T) {
 	s := openTest(t, "", Options{})
 	sc := testScope(1)
 	step := storeTurn(t, s, sc, 0, dig("s1"), dig("e1"), nil)
-	req := CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("s2"), Plan: []PlanStep{step}}
+	req := CreateIntentRequest{Scope: sc, Generation: 1, StartDigest: dig("s2"), Plan: []PlanBlock{step}}
 	for i := range 20 {
 		id, err := s.CreateIntent(ctx, req)
 		if err != nil {

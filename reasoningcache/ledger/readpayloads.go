@@ -21,7 +21,7 @@ type payloadMeta struct {
 }
 
 // Payloads reads the metadata of the payloads with the given ids with one
-// statement (a plan replays up to Options.MaxPlanSteps payloads, and one
+// statement (a plan replays up to Options.MaxPlanBlocks payloads, and one
 // statement each was most of the cost of planning a long conversation).
 func (s *Store) Payloads(ctx context.Context, ids []int64) (*PayloadSet, error) {
 	if s.isClosed() {
