@@ -18,11 +18,14 @@ const maxPresize = 64 << 10
 // with ErrTooLarge. sizeHint (a Content-Length, or -1) refuses a body
 // announced larger than the limit at once, and presizes the buffer up to
 // 64 KiB: a peer's Content-Length alone never makes the relay allocate
-// more; the buffer grows with the bytes that really arrive, at most
-// doubling. While the body keeps to its announced size, the steps are
-// halves of that size (plus the one byte that sees the end), so that the
-// body ends in one buffer of its own size rather than in one of up to
-// twice that. A limit <= 0 means no limit.
+// more; the buffer grows with the bytes that really arrive. While the body
+// keeps to its announced size, the steps are quarters of that size (plus
+// the one byte that sees the end), so that the body ends in one buffer of
+// its own size rather than in one of up to twice that, and the buffers
+// left behind add up to a third of it rather than all of it (they are
+// garbage the heap has to make room for when many large bodies arrive at
+// once); otherwise the buffer at most doubles. A limit <= 0 means no
+// limit.
 func ReadAll(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 	if limit > 0 && sizeHint > limit {
 		return nil, ErrTooLarge
@@ -52,13 +55,13 @@ func ReadAll(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 
 // grow returns a full buf with room for more: at most twice its length;
 // while the body keeps to sizeHint, the largest half (quarter, …) of
-// sizeHint+1 that is; never more than limit plus one (enough to see that
-// a body is too large).
+// sizeHint+1 that is at most four times its length; never more than limit
+// plus one (enough to see that a body is too large).
 func grow(buf []byte, limit, sizeHint int64) []byte {
 	have := int64(len(buf))
 	size := 2 * have
 	if sizeHint > 0 && have <= sizeHint {
-		size = halveTo(sizeHint+1, 2*have)
+		size = halveTo(sizeHint+1, 4*have)
 	}
 	if limit > 0 {
 		size = min(size, limit+1)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -74,7 +76,9 @@ func runBurst(ctx context.Context, tb *programTB, fake *fakeupstream.Server, upU
 	}
 	r.PeakSet = resetPeak(r.PID) == nil
 	var lat sample
+	snaps := burstHeapSnapshots(ctx, st, cfg.ProfileDir)
 	r.OK, r.Errors, r.FirstErr, r.Elapsed = fireBurst(ctx, client, targets, &lat)
+	snaps()
 	r.Latency = summarize(&lat)
 	if r.After, err = readMemStatus(r.PID); err != nil {
 		return nil, err
@@ -102,6 +106,42 @@ func runBurst(ctx context.Context, tb *programTB, fake *fakeupstream.Server, upU
 		r.Profile = &p
 	}
 	return r, nil
+}
+
+// burstHeapTimes are the moments after the release of the measured burst
+// at which burstHeapSnapshots saves the heap of Caddy.
+var burstHeapTimes = []time.Duration{400 * time.Millisecond, 800 * time.Millisecond, 1200 * time.Millisecond}
+
+// burstHeapSnapshots saves, when dir is set, heap and goroutine profiles of the
+// Caddy of st at burstHeapTimes into dir (burst-heap-<ms>ms.pprof,
+// burst-goroutine-<ms>ms.pprof), so that what is
+// live per request near the peak can be read with
+// go tool pprof -sample_index=inuse_space. The returned function waits for
+// the snapshots; errors are logged to no one: a missing file says enough.
+func burstHeapSnapshots(ctx context.Context, st *stack, dir string) (wait func()) {
+	if dir == "" {
+		return func() {}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, at := range burstHeapTimes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-time.After(at - time.Since(start)):
+			case <-ctx.Done():
+				return
+			}
+			file := filepath.Join(dir, fmt.Sprintf("burst-%%s-%dms.pprof", at.Milliseconds()))
+			_ = fetchProfile(ctx, st.caddy, "/debug/pprof/heap", fmt.Sprintf(file, "heap"))
+			_ = fetchProfile(ctx, st.caddy, "/debug/pprof/goroutine", fmt.Sprintf(file, "goroutine"))
+		}()
+	}
+	return wg.Wait
 }
 
 // burstTargets gives every conversation its own target: even ones JSON,
