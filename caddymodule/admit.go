@@ -158,13 +158,6 @@ func (b *bodyBudget) release(n int64) {
 	b.mu.Unlock()
 }
 
-// inUse returns the bytes counted now.
-func (b *bodyBudget) inUse() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
-}
-
 // budgetReader reserves budget for a body of unknown length as it is read.
 type budgetReader struct {
 	r    io.Reader

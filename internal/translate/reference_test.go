@@ -758,34 +758,6 @@ type refChatTool struct {
 	Name     json.RawMessage
 }
 
-// refToolDef holds the members of a function or custom tool definition.
-type refToolDef struct {
-	Name        json.RawMessage
-	Description json.RawMessage
-	Parameters  json.RawMessage
-	Strict      json.RawMessage
-	Format      json.RawMessage
-}
-
-func refDecodeToolDef(raw json.RawMessage) refToolDef {
-	var d refToolDef
-	members(raw, func(k []byte, v json.RawMessage) {
-		switch string(k) {
-		case "name":
-			d.Name = v
-		case "description":
-			d.Description = v
-		case "parameters":
-			d.Parameters = v
-		case "strict":
-			d.Strict = v
-		case "format":
-			d.Format = v
-		}
-	})
-	return d
-}
-
 // tools flattens Chat tool definitions and records the custom tool names.
 func (t *refChatTranslator) tools(raw json.RawMessage) (json.RawMessage, *apierr.Error) {
 	list, ok := jsonscan.SplitArray(raw)

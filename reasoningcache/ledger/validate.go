@@ -26,14 +26,6 @@ func checkDigest(op, field, d string) error {
 	return nil
 }
 
-// checkFP accepts an empty fingerprint or a digest.
-func checkFP(op, field, d string) error {
-	if d == "" {
-		return nil
-	}
-	return checkDigest(op, field, d)
-}
-
 // encodePlan checks a plan's size limits and returns its JSON.
 func (s *Store) encodePlan(op string, plan []PlanBlock) (string, error) {
 	if len(plan) > s.opts.MaxPlanBlocks {
