@@ -21,9 +21,7 @@ func TestCacheUnavailableIs503(t *testing.T) {
 		t.Fatal("the cache engine is not running")
 	}
 	post := func() *httptest.ResponseRecorder {
-		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
-			strings.NewReader(`{"model":"gpt-5.2","messages":[{"role":"user","content":"hi"}]}`))
-		req.Header.Set("Authorization", "Bearer tok")
+		req := chatRequest(strings.NewReader(`{"model":"gpt-5.2","messages":[{"role":"user","content":"hi"}]}`))
 		rec := httptest.NewRecorder()
 		if err := h.ServeHTTP(rec, req, nil); err != nil {
 			t.Fatal(err)

@@ -40,8 +40,7 @@ func TestScopeHasEveryOpenAIBetaValue(t *testing.T) {
 	h, fake := startRelay(t, true)
 	post := func(body string, beta ...string) (fakeupstream.Request, string) {
 		t.Helper()
-		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer tok")
+		req := chatRequest(strings.NewReader(body))
 		for _, b := range beta {
 			req.Header.Add("OpenAI-Beta", b)
 		}

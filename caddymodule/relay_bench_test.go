@@ -112,8 +112,7 @@ func benchChat(b *testing.B, size int, stream, cache bool) {
 
 // benchServe sends one chat request through the handler.
 func benchServe(b *testing.B, h *Handler, body []byte) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer tok")
+	req := chatRequest(bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	if err := h.ServeHTTP(rec, req, nil); err != nil {

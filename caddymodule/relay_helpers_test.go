@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -52,4 +53,11 @@ func startRelayTo(t testing.TB, enabled bool, upstream http.Handler) *Handler {
 	}
 	t.Cleanup(func() { _ = h.cache.Stop(); _ = h.cache.Cleanup() })
 	return h
+}
+
+// chatRequest is an authenticated POST /v1/chat/completions with body.
+func chatRequest(body io.Reader) *http.Request {
+	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", body)
+	req.Header.Set("Authorization", "Bearer tok")
+	return req
 }

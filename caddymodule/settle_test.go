@@ -15,9 +15,7 @@ import (
 // for it.
 func TestDeliveredSessionEndsAfterResponse(t *testing.T) {
 	h, _ := startRelay(t, true)
-	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
-		strings.NewReader(`{"model":"gpt-5.2","messages":[{"role":"user","content":"hi"}]}`))
-	req.Header.Set("Authorization", "Bearer tok")
+	req := chatRequest(strings.NewReader(`{"model":"gpt-5.2","messages":[{"role":"user","content":"hi"}]}`))
 	rec := httptest.NewRecorder()
 	if err := h.ServeHTTP(rec, req, nil); err != nil {
 		t.Fatal(err)

@@ -16,8 +16,7 @@ func TestCallerStorageSurvivesWithoutTheCache(t *testing.T) {
 	body := `{"model":"gpt-5.2","input":"hi","store":true,"include":["message.output_text.logprobs"]}`
 	for _, enabled := range []bool{false, true} {
 		h, fake := startRelay(t, enabled)
-		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer tok")
+		req := chatRequest(strings.NewReader(body))
 		rec := httptest.NewRecorder()
 		if err := h.ServeHTTP(rec, req, nil); err != nil {
 			t.Fatal(err)
