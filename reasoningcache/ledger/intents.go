@@ -129,8 +129,7 @@ func (s *Store) MoveToDelivery(ctx context.Context, intentID int64, endDigest st
 // failure is known and handled), releasing its pins. Resolving an intent
 // that does not exist fails with reason intent_missing.
 func (s *Store) ResolveIntent(ctx context.Context, intentID int64) error {
-	const op = "resolve_intent"
-	return s.submit(ctx, op, false, resolveIntent(intentID))
+	return s.ResolveIntentQueued(ctx, intentID)()
 }
 
 func resolveIntent(intentID int64) applyFunc {
@@ -146,11 +145,7 @@ func resolveIntent(intentID int64) applyFunc {
 // removes it. reason is a fixed code of at most 64 bytes. Poisoning an
 // intent that no longer exists fails with reason intent_missing.
 func (s *Store) PoisonIntent(ctx context.Context, intentID int64, reason string) error {
-	const op = "poison_intent"
-	if reason == "" || len(reason) > 64 {
-		return invalid(op, ReasonInvalidArgument, "reason code must be 1 to 64 bytes")
-	}
-	return s.submit(ctx, op, false, poisonIntent(intentID, reason))
+	return s.PoisonIntentQueued(ctx, intentID, reason)()
 }
 
 func poisonIntent(intentID int64, reason string) applyFunc {

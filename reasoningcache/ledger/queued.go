@@ -22,6 +22,8 @@ func (s *Store) PoisonIntentQueued(ctx context.Context, intentID int64, reason s
 	return s.queued(ctx, op, poisonIntent(intentID, reason))
 }
 
+// queued enqueues apply and returns the wait for its commit; submit is
+// enqueue and that wait in one call.
 func (s *Store) queued(ctx context.Context, op string, apply applyFunc) func() error {
 	r, err := s.enqueue(ctx, op, false, apply)
 	if err != nil {
