@@ -61,7 +61,8 @@ func (s *Store) Cleanup(ctx context.Context) (CleanupResult, error) {
 		s.life.noteCleanup(res)
 		return res, nil
 	}
-	cutoff := wall.Add(-s.opts.Retention).UnixMilli()
+	// a use may have left touched_at up to TouchGranularity behind
+	cutoff := wall.Add(-s.opts.Retention - TouchGranularity).UnixMilli()
 	var deleted []int64
 	err := s.submit(ctx, "cleanup", false, func(w *wtx) error {
 		deleted = deleted[:0]

@@ -137,7 +137,7 @@ func (w *wtx) commitObservation(in intentRow, req CommitObservationRequest) (Com
 	case err == nil && prevHash == req.OutputHash:
 		res.Outcome, res.ObservationID, res.PayloadID = OutcomeRepeat, prevID, prevPayload.Int64
 		if prevPayload.Valid {
-			if _, err := w.ExecContext(w.ctx, `UPDATE payloads SET touched_at = max(touched_at, ?) WHERE payload_id = ?`, w.nowMs(), prevPayload.Int64); err != nil {
+			if err := w.touchPayload(prevPayload.Int64); err != nil {
 				return res, err
 			}
 		}

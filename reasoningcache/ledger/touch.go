@@ -3,7 +3,20 @@ package ledger
 import (
 	"context"
 	"sync"
+	"time"
 )
+
+// TouchGranularity is how old a payload's touched_at must be before a use
+// writes it again. Retention is measured in days (at least
+// MinRetention), so a touch every few minutes loses nothing, while a
+// touch per request rewrote every replayed payload's row and its index
+// entry in each intent and observation commit, about half of their WAL
+// frames. Cleanup adds it to the cutoff, so a payload is still deleted
+// only after Retention without any use.
+const TouchGranularity = 10 * time.Minute
+
+// touchDue is the touched_at below which a touch at nowMs writes.
+func touchDue(nowMs int64) int64 { return nowMs - TouchGranularity.Milliseconds() }
 
 // maxPendingTouches bounds the touches held in memory between flushes;
 // past it the oldest-noted are simply dropped (a missed touch can only
@@ -21,7 +34,8 @@ type touches struct {
 
 // NoteTouched records that the planner inspected and validated the given
 // payloads now. The touches are written in the background, batched, with
-// touched_at = max(existing, now). Unknown ids are ignored when written.
+// touched_at = max(existing, now), to payloads not touched within
+// TouchGranularity. Unknown ids are ignored when written.
 func (s *Store) NoteTouched(ids ...int64) {
 	if len(ids) == 0 {
 		return
@@ -73,8 +87,9 @@ func (s *Store) flushTouches(ctx context.Context) error {
 		list = list[n:]
 		if err := s.submit(ctx, "touch_payloads", false, func(w *wtx) error {
 			_, err := w.ExecContext(w.ctx, `
-				UPDATE payloads SET touched_at = max(touched_at, j.value ->> 't')
-				FROM json_each(?) AS j WHERE payloads.payload_id = j.value ->> 'i'`, keys)
+				UPDATE payloads SET touched_at = j.value ->> 't'
+				FROM json_each(?) AS j WHERE payloads.payload_id = j.value ->> 'i'
+				AND payloads.touched_at < (j.value ->> 't') - ?`, keys, TouchGranularity.Milliseconds())
 			return err
 		}); err != nil {
 			return err
@@ -85,9 +100,19 @@ func (s *Store) flushTouches(ctx context.Context) error {
 
 // touchPayloadsOf touches the payloads of plan blocks: selected for dispatch or
 // referenced by a recorded answer. Inside the operation's transaction.
+// Payloads touched within TouchGranularity are left as they are: their
+// rows, pages and index entries stay out of the commit.
 func (w *wtx) touchPayloadsOf(planJSON string) error {
 	_, err := w.ExecContext(w.ctx, `
-		UPDATE payloads SET touched_at = max(touched_at, ?)
-		WHERE payload_id IN (SELECT j.value ->> 'payload_id' FROM json_each(?) AS j)`, w.nowMs(), planJSON)
+		UPDATE payloads SET touched_at = ?
+		WHERE payload_id IN (SELECT j.value ->> 'payload_id' FROM json_each(?) AS j) AND touched_at < ?`,
+		w.nowMs(), planJSON, touchDue(w.nowMs()))
+	return err
+}
+
+// touchPayload is touchPayloadsOf for one payload.
+func (w *wtx) touchPayload(id int64) error {
+	_, err := w.ExecContext(w.ctx, `UPDATE payloads SET touched_at = ? WHERE payload_id = ? AND touched_at < ?`,
+		w.nowMs(), id, touchDue(w.nowMs()))
 	return err
 }
