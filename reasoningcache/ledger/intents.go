@@ -129,7 +129,7 @@ func (s *Store) MoveToDelivery(ctx context.Context, intentID int64, endDigest st
 // failure is known and handled), releasing its pins. Resolving an intent
 // that does not exist fails with reason intent_missing.
 func (s *Store) ResolveIntent(ctx context.Context, intentID int64) error {
-	return s.ResolveIntentQueued(ctx, intentID)()
+	return s.queued(ctx, "resolve_intent", false, resolveIntent(intentID))()
 }
 
 func resolveIntent(intentID int64) applyFunc {
@@ -145,7 +145,7 @@ func resolveIntent(intentID int64) applyFunc {
 // removes it. reason is a fixed code of at most 64 bytes. Poisoning an
 // intent that no longer exists fails with reason intent_missing.
 func (s *Store) PoisonIntent(ctx context.Context, intentID int64, reason string) error {
-	return s.PoisonIntentQueued(ctx, intentID, reason)()
+	return s.poisonIntent(ctx, intentID, reason, false)()
 }
 
 func poisonIntent(intentID int64, reason string) applyFunc {
