@@ -19,8 +19,9 @@ import (
 // does when it resends one request. gap is the time between a response
 // and the next request's intent (the client's round trip, parsing and the
 // plan reads). It reports the latency of the two commits a request waits
-// for and the writer's busy time per hit (all its transactions, fsyncs
-// included).
+// for, the writer's busy time per hit (all its transactions, fsyncs
+// included) and the process's CPU time per hit (mostly the writer's; it
+// varies less than wall times on a shared machine).
 func BenchmarkHitWrites(b *testing.B) {
 	for _, kind := range []string{"new", "repeat"} {
 		for _, gap := range []time.Duration{0, time.Millisecond} {
@@ -60,6 +61,7 @@ func benchHitWrites(b *testing.B, repeat bool, gap time.Duration) {
 	var waits []func() error
 	busy.Store(0)
 	before := s.Stats().Batches
+	cpu0 := processCPU()
 	i := 0
 	for b.Loop() {
 		t0 := time.Now()
@@ -96,7 +98,9 @@ func benchHitWrites(b *testing.B, repeat bool, gap time.Duration) {
 			b.Fatal(err)
 		}
 	}
+	cpu := processCPU() - cpu0
 	n := float64(max(1, i))
+	b.ReportMetric(cpu.Seconds()*1e3/n, "cpu-ms/hit")
 	b.ReportMetric(intent.Seconds()*1e3/n, "intent-ms")
 	b.ReportMetric(observe.Seconds()*1e3/n, "observe-ms")
 	b.ReportMetric(time.Duration(busy.Load()).Seconds()*1e3/n, "writer-ms/hit")

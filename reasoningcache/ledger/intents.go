@@ -93,18 +93,18 @@ func (s *Store) CreateIntent(ctx context.Context, req CreateIntentRequest) (int6
 		if id, err = res.LastInsertId(); err != nil {
 			return err
 		}
-		for _, st := range req.Plan {
-			if _, err := w.ExecContext(w.ctx,
-				`INSERT INTO dependencies (kind, intent_id, ancestor_id) VALUES ('pin', ?, ?)`,
-				id, st.ObservationID); err != nil {
-				return err
-			}
+		if len(req.Plan) == 0 {
+			return nil
 		}
-		if len(req.Plan) > 0 {
-			// selected for dispatch: a retention touch, in this commit
-			return w.touchPayloadsOf(planJSON)
+		// one pin per block, in one statement
+		if _, err := w.ExecContext(w.ctx, `
+			INSERT INTO dependencies (kind, intent_id, ancestor_id)
+			SELECT 'pin', ?, j.value ->> 'observation_id' FROM json_each(?) AS j`,
+			id, planJSON); err != nil {
+			return fmt.Errorf("pin plan: %w", err)
 		}
-		return nil
+		// selected for dispatch: a retention touch, in this commit
+		return w.touchPayloadsOf(planJSON)
 	})
 	if err != nil {
 		return 0, err
@@ -240,10 +240,16 @@ func (w *wtx) moveToDelivery(op string, id int64, endDigest string) error {
 	if err != nil {
 		return err
 	}
+	return w.deliver(op, in, endDigest)
+}
+
+// deliver moves intent in, already read in this operation, to the
+// delivery phase.
+func (w *wtx) deliver(op string, in intentRow, endDigest string) error {
 	if in.Phase != PhaseDispatch {
-		return invalid(op, ReasonIntentPhase, "intent %d is in %s", id, in.Phase)
+		return invalid(op, ReasonIntentPhase, "intent %d is in %s", in.ID, in.Phase)
 	}
-	_, err = w.ExecContext(w.ctx, `UPDATE intents SET phase = 'delivery', end_digest = ?, updated_at = ? WHERE intent_id = ?`,
-		endDigest, w.nowMs(), id)
+	_, err := w.ExecContext(w.ctx, `UPDATE intents SET phase = 'delivery', end_digest = ?, updated_at = ? WHERE intent_id = ?`,
+		endDigest, w.nowMs(), in.ID)
 	return err
 }

@@ -90,7 +90,7 @@ func (s *Store) CommitObservation(ctx context.Context, req CommitObservationRequ
 			return invalid(op, ReasonIntentPhase, "intent %d is in %s", in.ID, in.Phase)
 		}
 		if req.MoveToDelivery {
-			if err := w.moveToDelivery(op, in.ID, req.EndDigest); err != nil {
+			if err := w.deliver(op, in, req.EndDigest); err != nil {
 				return err
 			}
 		}
