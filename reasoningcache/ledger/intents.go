@@ -104,7 +104,7 @@ func (s *Store) CreateIntent(ctx context.Context, req CreateIntentRequest) (int6
 			return fmt.Errorf("pin plan: %w", err)
 		}
 		// selected for dispatch: a retention touch, in this commit
-		return w.touchPayloadsOf(planJSON)
+		return w.touch(planPayloads(req.Plan)...)
 	})
 	if err != nil {
 		return 0, err

@@ -137,7 +137,7 @@ func (w *wtx) commitObservation(in intentRow, req CommitObservationRequest) (Com
 	case err == nil && prevHash == req.OutputHash:
 		res.Outcome, res.ObservationID, res.PayloadID = OutcomeRepeat, prevID, prevPayload.Int64
 		if prevPayload.Valid {
-			if err := w.touchPayload(prevPayload.Int64); err != nil {
+			if err := w.touch(prevPayload.Int64); err != nil {
 				return res, err
 			}
 		}
@@ -166,6 +166,9 @@ func (w *wtx) commitObservation(in intentRow, req CommitObservationRequest) (Com
 		if err != nil {
 			return res, fmt.Errorf("store payload: %w", err)
 		}
+		// stored or touched now: as good as a written touch
+		id, now := payloadID.Int64, w.nowMs()
+		w.onCommit = append(w.onCommit, func() { w.s.touched.wrote([]int64{id}, now) })
 	}
 	var snapshot int64
 	if err := w.QueryRowContext(w.ctx, `
@@ -199,7 +202,7 @@ func (w *wtx) commitObservation(in intentRow, req CommitObservationRequest) (Com
 	}
 	if in.PlanCount > 0 {
 		// the plan's payloads are referenced by this answer: a touch
-		if err := w.touchPayloadsOf(in.PlanJSON); err != nil {
+		if err := w.touch(planPayloads(anc.plan)...); err != nil {
 			return res, fmt.Errorf("touch plan: %w", err)
 		}
 	}

@@ -20,7 +20,8 @@ func touchDue(nowMs int64) int64 { return nowMs - TouchGranularity.Milliseconds(
 
 // maxPendingTouches bounds the touches held in memory between flushes;
 // past it the oldest-noted are simply dropped (a missed touch can only
-// make a payload's idle age look older by one maintenance interval).
+// make a payload's idle age look older by one maintenance interval). It
+// also bounds the writer's memory of written touches.
 const maxPendingTouches = 1 << 16
 
 // touches collects payload touches noted on the read path (a retained
@@ -30,6 +31,9 @@ const maxPendingTouches = 1 << 16
 type touches struct {
 	mu      sync.Mutex
 	pending map[int64]int64 // payload id -> latest touch, Unix ms
+	// written is, per payload id, when the writer last committed a touch
+	// of it (Unix ms); only the writer goroutine uses it (see touch).
+	written map[int64]int64
 }
 
 // NoteTouched records that the planner inspected and validated the given
@@ -98,21 +102,67 @@ func (s *Store) flushTouches(ctx context.Context) error {
 	return nil
 }
 
-// touchPayloadsOf touches the payloads of plan blocks: selected for dispatch or
-// referenced by a recorded answer. Inside the operation's transaction.
-// Payloads touched within TouchGranularity are left as they are: their
-// rows, pages and index entries stay out of the commit.
-func (w *wtx) touchPayloadsOf(planJSON string) error {
-	_, err := w.ExecContext(w.ctx, `
-		UPDATE payloads SET touched_at = ?
-		WHERE payload_id IN (SELECT j.value ->> 'payload_id' FROM json_each(?) AS j) AND touched_at < ?`,
-		w.nowMs(), planJSON, touchDue(w.nowMs()))
-	return err
+// touch touches payloads (selected for dispatch, or referenced by a
+// recorded answer) in the operation's transaction. The writer remembers
+// when it last wrote each payload's touch, a lower bound of its
+// touched_at (touches only move it forward): a payload written within
+// TouchGranularity costs no statement at all, and the others are written
+// with max(touched_at, now), in one statement, and remembered once the
+// batch has committed. Checking touched_at in SQL instead would read each
+// payload's row through its overflow pages, touched_at being stored after
+// the output.
+func (w *wtx) touch(ids ...int64) error {
+	t := &w.s.touched
+	now := w.nowMs()
+	due := touchDue(now)
+	var stale []int64
+	for _, id := range ids {
+		if at, ok := t.written[id]; id > 0 && (!ok || at < due) {
+			stale = append(stale, id)
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	keys, err := jsonKeys("touch_payloads", stale)
+	if err != nil {
+		return err
+	}
+	if _, err := w.ExecContext(w.ctx, `
+		UPDATE payloads SET touched_at = max(touched_at, ?) WHERE payload_id IN (SELECT value FROM json_each(?))`,
+		now, keys); err != nil {
+		return err
+	}
+	w.onCommit = append(w.onCommit, func() { t.wrote(stale, now) })
+	return nil
 }
 
-// touchPayload is touchPayloadsOf for one payload.
-func (w *wtx) touchPayload(id int64) error {
-	_, err := w.ExecContext(w.ctx, `UPDATE payloads SET touched_at = ? WHERE payload_id = ? AND touched_at < ?`,
-		w.nowMs(), id, touchDue(w.nowMs()))
-	return err
+// wrote remembers touches the writer committed. Writer goroutine only.
+func (t *touches) wrote(ids []int64, at int64) {
+	if t.written == nil {
+		t.written = make(map[int64]int64)
+	}
+	if len(t.written)+len(ids) > maxPendingTouches {
+		due := touchDue(at)
+		for id, w := range t.written {
+			if w < due {
+				delete(t.written, id)
+			}
+		}
+		if len(t.written)+len(ids) > maxPendingTouches {
+			clear(t.written) // forgetting costs a write, never a touch
+		}
+	}
+	for _, id := range ids {
+		t.written[id] = at
+	}
+}
+
+// planPayloads returns the payload ids of a plan's blocks.
+func planPayloads(plan []PlanBlock) []int64 {
+	ids := make([]int64, len(plan))
+	for i, b := range plan {
+		ids[i] = b.PayloadID
+	}
+	return ids
 }
