@@ -93,15 +93,13 @@ func (s *Store) CreateIntent(ctx context.Context, req CreateIntentRequest) (int6
 		if id, err = res.LastInsertId(); err != nil {
 			return err
 		}
+		// The intent row, with its plan, is the plan's pin: cleanup keeps
+		// every payload an unresolved intent's plan names (see
+		// eligiblePayloads), and the pin goes with the row. Pin rows in
+		// dependencies, one per block, cost four more pages in this
+		// commit and again when the intent is resolved.
 		if len(req.Plan) == 0 {
 			return nil
-		}
-		// one pin per block, in one statement
-		if _, err := w.ExecContext(w.ctx, `
-			INSERT INTO dependencies (kind, intent_id, ancestor_id)
-			SELECT 'pin', ?, j.value ->> 'observation_id' FROM json_each(?) AS j`,
-			id, planJSON); err != nil {
-			return fmt.Errorf("pin plan: %w", err)
 		}
 		// selected for dispatch: a retention touch, in this commit
 		return w.touch(planPayloads(req.Plan)...)
