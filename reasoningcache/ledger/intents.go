@@ -35,7 +35,9 @@ type CreateIntentRequest struct {
 // the intent id once the batch has committed. Validation failures are
 // *ValidationError with one of the reasons stale_generation,
 // competing_intent (another unresolved intent starts at the same position
-// and the plan is not empty), missing_ancestor, ancestor_mismatch,
+// and the plan is not empty; when every such intent is in delivery,
+// CreateIntent first waits up to DeliveryWait for one of them to end and
+// tries again), missing_ancestor, ancestor_mismatch,
 // not_replayable, end_conflict or start_poisoned (a block's start).
 //
 // A start-poison at StartDigest itself does not refuse the intent: the
@@ -59,8 +61,40 @@ func (s *Store) CreateIntent(ctx context.Context, req CreateIntentRequest) (int6
 	if err != nil {
 		return 0, err
 	}
-	var id int64
+	// A plan refused only for intents in delivery at its start is retried
+	// when an intent end is queued, for up to DeliveryWait.
+	var deadline time.Time
+	for {
+		ends := s.ends.next()
+		id, delivering, err := s.createIntent(ctx, req, planJSON)
+		if err == nil || !delivering {
+			return id, err
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(deliveryWait)
+			if h := testHookDeliveryWait; h != nil {
+				h()
+			}
+		}
+		t := time.NewTimer(time.Until(deadline))
+		select {
+		case <-ends:
+			t.Stop()
+		case <-t.C:
+			return 0, err
+		case <-ctx.Done():
+			t.Stop()
+			return 0, err
+		}
+	}
+}
+
+// createIntent is one attempt of CreateIntent; delivering reports a
+// refusal for competing intents at the start that are all in delivery.
+func (s *Store) createIntent(ctx context.Context, req CreateIntentRequest, planJSON string) (id int64, delivering bool, err error) {
+	const op = "create_intent"
 	err = s.submit(ctx, op, false, func(w *wtx) error {
+		delivering = false
 		gen, err := w.ensureScope(req.Scope)
 		if err != nil {
 			return err
@@ -69,13 +103,14 @@ func (s *Store) CreateIntent(ctx context.Context, req CreateIntentRequest) (int6
 			return invalid(op, ReasonStaleGeneration, "planned %d, current %d", req.Generation, gen)
 		}
 		if len(req.Plan) > 0 {
-			var n int
+			var n, dispatching int
 			if err := w.QueryRowContext(w.ctx,
-				`SELECT count(*) FROM intents WHERE scope_id = ? AND start_digest = ?`,
-				req.Scope.ID, req.StartDigest).Scan(&n); err != nil {
+				`SELECT count(*), coalesce(sum(phase = 'dispatch'), 0) FROM intents WHERE scope_id = ? AND start_digest = ?`,
+				req.Scope.ID, req.StartDigest).Scan(&n, &dispatching); err != nil {
 				return err
 			}
 			if n > 0 {
+				delivering = dispatching == 0
 				return invalid(op, ReasonCompetingIntent, "%d unresolved at start %.12s", n, req.StartDigest)
 			}
 		}
@@ -105,9 +140,9 @@ func (s *Store) CreateIntent(ctx context.Context, req CreateIntentRequest) (int6
 		return w.touch(planPayloads(req.Plan)...)
 	})
 	if err != nil {
-		return 0, err
+		return 0, delivering, err
 	}
-	return id, nil
+	return id, false, nil
 }
 
 // MoveToDelivery moves a dispatch intent to the delivery phase, recording

@@ -29,14 +29,16 @@ func (s *Store) poisonIntent(ctx context.Context, intentID int64, reason string,
 	return s.queued(ctx, op, queued, poisonIntent(intentID, reason))
 }
 
-// queued enqueues apply and returns the wait for its commit; submit is
-// enqueue and that wait in one call. queued marks an operation whose
-// commit nobody waits for on a request's path.
+// queued enqueues apply, an intent end (resolve or poison), and returns
+// the wait for its commit; submit is enqueue and that wait in one call.
+// queued marks an operation whose commit nobody waits for on a request's
+// path.
 func (s *Store) queued(ctx context.Context, op string, queued bool, apply applyFunc) func() error {
 	r, err := s.enqueue(ctx, op, false, queued, apply)
 	if err != nil {
 		return func() error { return err }
 	}
+	s.ends.queued() // an intent end: CreateIntent may be waiting for it
 	return func() error {
 		<-r.done
 		return r.err
