@@ -194,11 +194,13 @@ func (s *Session) Delivered(ctx context.Context) {
 // DeliveredQueued is Delivered that does not wait for the ledger's
 // commit: when it returns the session has ended and its resolve (or
 // poison) is queued in the ledger's writer ahead of every later write, so
-// a later request at the same position finds the intent ended. wait
-// blocks until the commit is done; a crash before it leaves the intent
-// for startup to poison, as for any request whose end was not recorded.
+// a later request at the same position finds the intent ended. The writer
+// commits it with the next write, or alone after at most
+// ledger.QueuedCommitDelay. wait blocks until the commit is done; a crash
+// before it leaves the intent for startup to poison, as for any request
+// whose end was not recorded.
 func (s *Session) DeliveredQueued(ctx context.Context) (wait func()) {
-	return s.end(ctx, "", true)
+	return s.end(ctx, "", true, true)
 }
 
 // Abandon ends the session for an unknown or interrupted outcome (the
@@ -223,13 +225,16 @@ func (s *Session) Release(ctx context.Context) {
 }
 
 func (s *Session) finish(ctx context.Context, poison string, delivered bool) {
-	s.end(ctx, poison, delivered)()
+	s.end(ctx, poison, delivered, false)()
 }
 
-// end ends the session and queues its commit in the ledger's writer; the
-// returned function waits for that commit. The session's memory is
-// returned before it: the commit needs nothing the session holds.
-func (s *Session) end(ctx context.Context, poison string, delivered bool) (wait func()) {
+// end ends the session and returns the function that commits its end and
+// waits for the commit. queued puts the commit in the ledger writer's
+// queue before end returns, as a queued write (ResolveIntentQueued), for
+// callers that do not wait for it on the request's path; otherwise the
+// returned function submits it. The session's memory is returned before
+// it: the commit needs nothing the session holds.
+func (s *Session) end(ctx context.Context, poison string, delivered, queued bool) (wait func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
@@ -254,11 +259,17 @@ func (s *Session) end(ctx context.Context, poison string, delivered bool) (wait 
 	}
 	id := s.intent
 	s.intent = 0
+	store := s.e.store
 	var commit func() error
-	if poison != "" {
-		commit = s.e.store.PoisonIntentQueued(ctx, id, poison)
-	} else {
-		commit = s.e.store.ResolveIntentQueued(ctx, id)
+	switch {
+	case queued && poison != "":
+		commit = store.PoisonIntentQueued(ctx, id, poison)
+	case queued:
+		commit = store.ResolveIntentQueued(ctx, id)
+	case poison != "":
+		commit = func() error { return store.PoisonIntent(ctx, id, poison) }
+	default:
+		commit = func() error { return store.ResolveIntent(ctx, id) }
 	}
 	e, log := s.e, s.log
 	return func() {

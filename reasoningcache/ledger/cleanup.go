@@ -22,8 +22,10 @@ type CleanupResult struct {
 
 // eligiblePayloads selects payloads cleanup may delete: untouched since
 // before the cutoff, and reclaimable:
-//   - no unresolved intent pins an observation that links the payload
-//     (a plan about to be replayed),
+//   - no unresolved intent's plan names the payload (a plan about to be
+//     replayed: the intent row is its pin; a block's payload is the one
+//     its observation linked when the intent was created, and only
+//     cleanup ever unlinks it),
 //   - no unresolved intent starts at such an observation's position (a
 //     competitor that may repeat it and link the payload again),
 //   - no observation descending from such an observation still has a
@@ -34,8 +36,8 @@ const eligiblePayloads = `
 	SELECT p.payload_id FROM payloads p
 	WHERE p.touched_at < ?
 	AND NOT EXISTS (
-		SELECT 1 FROM observations o JOIN dependencies d ON d.ancestor_id = o.observation_id AND d.kind = 'pin'
-		WHERE o.payload_id = p.payload_id)
+		SELECT 1 FROM intents i, json_each(i.plan) AS j
+		WHERE i.plan_count > 0 AND j.value ->> 'payload_id' = p.payload_id)
 	AND NOT EXISTS (
 		SELECT 1 FROM observations o JOIN intents i ON i.scope_id = o.scope_id AND i.start_digest = o.start_digest
 		WHERE o.payload_id = p.payload_id)
@@ -61,7 +63,8 @@ func (s *Store) Cleanup(ctx context.Context) (CleanupResult, error) {
 		s.life.noteCleanup(res)
 		return res, nil
 	}
-	cutoff := wall.Add(-s.opts.Retention).UnixMilli()
+	// a use may have left touched_at up to TouchGranularity behind
+	cutoff := wall.Add(-s.opts.Retention - TouchGranularity).UnixMilli()
 	var deleted []int64
 	err := s.submit(ctx, "cleanup", false, func(w *wtx) error {
 		deleted = deleted[:0]

@@ -110,7 +110,19 @@ func TestCrashChild(t *testing.T) {
 					return
 				}
 				say("ACK obs %d %s %s %d", res.ObservationID, sc.ID, end, res.PayloadID)
-				if rng.IntN(4) != 0 { // leave some intents unresolved, as a crash would
+				switch rng.IntN(4) {
+				case 0: // leave some intents unresolved, as a crash would
+				case 1: // queued, as a delivered request does: the next write carries it
+					say("SENT resolve %d", id)
+					wait := s.ResolveIntentQueued(ctx, id)
+					go func() {
+						if err := wait(); err != nil {
+							say("ERR resolve %v", err)
+							return
+						}
+						say("ACK resolve %d", id)
+					}()
+				default:
 					say("SENT resolve %d", id)
 					if err := s.ResolveIntent(ctx, id); err != nil {
 						say("ERR resolve %v", err)
@@ -148,6 +160,7 @@ func TestCrashChild(t *testing.T) {
 type childAcks struct {
 	intents  map[int64][2]string // id -> scope, start
 	resolved map[int64]bool      // SENT resolve (acknowledged or not)
+	acked    map[int64]bool      // ACK resolve: its commit returned
 	obs      map[int64][3]string // id -> scope, end, payload id
 	markers  [][2]string         // scope, digest
 	ready    bool
@@ -167,7 +180,7 @@ func runChild(t *testing.T, db, run, point string, after int, killAfter time.Dur
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	acks := childAcks{intents: map[int64][2]string{}, resolved: map[int64]bool{}, obs: map[int64][3]string{}}
+	acks := childAcks{intents: map[int64][2]string{}, resolved: map[int64]bool{}, acked: map[int64]bool{}, obs: map[int64][3]string{}}
 	readyc := make(chan struct{})
 	parsed := make(chan struct{})
 	go func() {
@@ -189,6 +202,8 @@ func runChild(t *testing.T, db, run, point string, after int, killAfter time.Dur
 				id, _ := strconv.ParseInt(f[2], 10, 64)
 				acks.resolved[id] = true
 			case len(f) == 3 && f[0] == "ACK" && f[1] == "resolve":
+				id, _ := strconv.ParseInt(f[2], 10, 64)
+				acks.acked[id] = true
 			case len(f) == 4 && f[0] == "ACK" && f[1] == "marker":
 				acks.markers = append(acks.markers, [2]string{f[2], f[3]})
 			default:
@@ -244,7 +259,7 @@ func TestCrashRecovery(t *testing.T) {
 
 	db := filepath.Join(dir, "crash.sqlite")
 	var all childAcks
-	all.intents, all.resolved, all.obs = map[int64][2]string{}, map[int64]bool{}, map[int64][3]string{}
+	all.intents, all.resolved, all.acked, all.obs = map[int64][2]string{}, map[int64]bool{}, map[int64]bool{}, map[int64][3]string{}
 	byPoint := map[string]int{}
 	for ran < kills {
 		point, after, wait := "", 0, time.Duration(0)
@@ -276,6 +291,9 @@ func TestCrashRecovery(t *testing.T) {
 		}
 		for k := range acks.resolved {
 			all.resolved[k] = true
+		}
+		for k := range acks.acked {
+			all.acked[k] = true
 		}
 		for k, v := range acks.obs {
 			all.obs[k] = v
@@ -348,6 +366,13 @@ func verifyAfterCrash(t *testing.T, path string, acks childAcks) {
 	for _, m := range acks.markers {
 		if n := q(`SELECT count(*) FROM markers WHERE scope_id = ? AND digest = ?`, m[0], m[1]); n != 1 {
 			t.Errorf("acknowledged marker %.12s missing", m[1])
+		}
+	}
+	// An acknowledged resolve (sync or queued) was committed: recovery
+	// found no intent to poison.
+	for id := range acks.acked {
+		if n := q(`SELECT count(*) FROM markers WHERE intent_id = ? AND kind = 'start_poison'`, id); n != 0 {
+			t.Errorf("intent %d was poisoned by recovery after its resolve was acknowledged", id)
 		}
 	}
 	// Every acknowledged intent whose resolution was never sent was

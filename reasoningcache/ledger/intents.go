@@ -35,7 +35,9 @@ type CreateIntentRequest struct {
 // the intent id once the batch has committed. Validation failures are
 // *ValidationError with one of the reasons stale_generation,
 // competing_intent (another unresolved intent starts at the same position
-// and the plan is not empty), missing_ancestor, ancestor_mismatch,
+// and the plan is not empty; when every such intent is in delivery,
+// CreateIntent first waits up to DeliveryWait for one of them to end and
+// tries again), missing_ancestor, ancestor_mismatch,
 // not_replayable, end_conflict or start_poisoned (a block's start).
 //
 // A start-poison at StartDigest itself does not refuse the intent: the
@@ -59,8 +61,40 @@ func (s *Store) CreateIntent(ctx context.Context, req CreateIntentRequest) (int6
 	if err != nil {
 		return 0, err
 	}
-	var id int64
+	// A plan refused only for intents in delivery at its start is retried
+	// when an intent end is queued, for up to DeliveryWait.
+	var deadline time.Time
+	for {
+		ends := s.ends.next()
+		id, delivering, err := s.createIntent(ctx, req, planJSON)
+		if err == nil || !delivering {
+			return id, err
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(deliveryWait)
+			if h := testHookDeliveryWait; h != nil {
+				h()
+			}
+		}
+		t := time.NewTimer(time.Until(deadline))
+		select {
+		case <-ends:
+			t.Stop()
+		case <-t.C:
+			return 0, err
+		case <-ctx.Done():
+			t.Stop()
+			return 0, err
+		}
+	}
+}
+
+// createIntent is one attempt of CreateIntent; delivering reports a
+// refusal for competing intents at the start that are all in delivery.
+func (s *Store) createIntent(ctx context.Context, req CreateIntentRequest, planJSON string) (id int64, delivering bool, err error) {
+	const op = "create_intent"
 	err = s.submit(ctx, op, false, func(w *wtx) error {
+		delivering = false
 		gen, err := w.ensureScope(req.Scope)
 		if err != nil {
 			return err
@@ -69,13 +103,14 @@ func (s *Store) CreateIntent(ctx context.Context, req CreateIntentRequest) (int6
 			return invalid(op, ReasonStaleGeneration, "planned %d, current %d", req.Generation, gen)
 		}
 		if len(req.Plan) > 0 {
-			var n int
+			var n, dispatching int
 			if err := w.QueryRowContext(w.ctx,
-				`SELECT count(*) FROM intents WHERE scope_id = ? AND start_digest = ?`,
-				req.Scope.ID, req.StartDigest).Scan(&n); err != nil {
+				`SELECT count(*), coalesce(sum(phase = 'dispatch'), 0) FROM intents WHERE scope_id = ? AND start_digest = ?`,
+				req.Scope.ID, req.StartDigest).Scan(&n, &dispatching); err != nil {
 				return err
 			}
 			if n > 0 {
+				delivering = dispatching == 0
 				return invalid(op, ReasonCompetingIntent, "%d unresolved at start %.12s", n, req.StartDigest)
 			}
 		}
@@ -93,23 +128,21 @@ func (s *Store) CreateIntent(ctx context.Context, req CreateIntentRequest) (int6
 		if id, err = res.LastInsertId(); err != nil {
 			return err
 		}
-		for _, st := range req.Plan {
-			if _, err := w.ExecContext(w.ctx,
-				`INSERT INTO dependencies (kind, intent_id, ancestor_id) VALUES ('pin', ?, ?)`,
-				id, st.ObservationID); err != nil {
-				return err
-			}
+		// The intent row, with its plan, is the plan's pin: cleanup keeps
+		// every payload an unresolved intent's plan names (see
+		// eligiblePayloads), and the pin goes with the row. Pin rows in
+		// dependencies, one per block, cost four more pages in this
+		// commit and again when the intent is resolved.
+		if len(req.Plan) == 0 {
+			return nil
 		}
-		if len(req.Plan) > 0 {
-			// selected for dispatch: a retention touch, in this commit
-			return w.touchPayloadsOf(planJSON)
-		}
-		return nil
+		// selected for dispatch: a retention touch, in this commit
+		return w.touch(planPayloads(req.Plan)...)
 	})
 	if err != nil {
-		return 0, err
+		return 0, delivering, err
 	}
-	return id, nil
+	return id, false, nil
 }
 
 // MoveToDelivery moves a dispatch intent to the delivery phase, recording
@@ -129,7 +162,7 @@ func (s *Store) MoveToDelivery(ctx context.Context, intentID int64, endDigest st
 // failure is known and handled), releasing its pins. Resolving an intent
 // that does not exist fails with reason intent_missing.
 func (s *Store) ResolveIntent(ctx context.Context, intentID int64) error {
-	return s.ResolveIntentQueued(ctx, intentID)()
+	return s.queued(ctx, "resolve_intent", false, resolveIntent(intentID))()
 }
 
 func resolveIntent(intentID int64) applyFunc {
@@ -145,7 +178,7 @@ func resolveIntent(intentID int64) applyFunc {
 // removes it. reason is a fixed code of at most 64 bytes. Poisoning an
 // intent that no longer exists fails with reason intent_missing.
 func (s *Store) PoisonIntent(ctx context.Context, intentID int64, reason string) error {
-	return s.PoisonIntentQueued(ctx, intentID, reason)()
+	return s.poisonIntent(ctx, intentID, reason, false)()
 }
 
 func poisonIntent(intentID int64, reason string) applyFunc {
@@ -240,10 +273,16 @@ func (w *wtx) moveToDelivery(op string, id int64, endDigest string) error {
 	if err != nil {
 		return err
 	}
+	return w.deliver(op, in, endDigest)
+}
+
+// deliver moves intent in, already read in this operation, to the
+// delivery phase.
+func (w *wtx) deliver(op string, in intentRow, endDigest string) error {
 	if in.Phase != PhaseDispatch {
-		return invalid(op, ReasonIntentPhase, "intent %d is in %s", id, in.Phase)
+		return invalid(op, ReasonIntentPhase, "intent %d is in %s", in.ID, in.Phase)
 	}
-	_, err = w.ExecContext(w.ctx, `UPDATE intents SET phase = 'delivery', end_digest = ?, updated_at = ? WHERE intent_id = ?`,
-		endDigest, w.nowMs(), id)
+	_, err := w.ExecContext(w.ctx, `UPDATE intents SET phase = 'delivery', end_digest = ?, updated_at = ? WHERE intent_id = ?`,
+		endDigest, w.nowMs(), in.ID)
 	return err
 }

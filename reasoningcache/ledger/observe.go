@@ -6,7 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
+
+// SnapshotSeenGranularity is how old the last sighting of a scope's
+// latest model snapshot must be before an observation writes it again.
+// Sightings matter only for a snapshot that is no longer the latest (it
+// is accepted for a day after its last sighting), so a latest snapshot's
+// sighting may lag by this much: it then stops being accepted up to this
+// much earlier, never later.
+const SnapshotSeenGranularity = time.Minute
 
 // Outcome says what CommitObservation did.
 type Outcome string
@@ -90,7 +99,7 @@ func (s *Store) CommitObservation(ctx context.Context, req CommitObservationRequ
 			return invalid(op, ReasonIntentPhase, "intent %d is in %s", in.ID, in.Phase)
 		}
 		if req.MoveToDelivery {
-			if err := w.moveToDelivery(op, in.ID, req.EndDigest); err != nil {
+			if err := w.deliver(op, in, req.EndDigest); err != nil {
 				return err
 			}
 		}
@@ -110,13 +119,16 @@ func (w *wtx) commitObservation(in intentRow, req CommitObservationRequest) (Com
 	}
 	if req.ModelSnapshot != "" {
 		// Every observation, whatever its outcome, shows the snapshot is
-		// still served for this scope.
+		// still served for this scope. The scope's latest snapshot seen
+		// within SnapshotSeenGranularity is left as it is: its order
+		// cannot change, and its row stays out of the commit.
 		if _, err := w.ExecContext(w.ctx, `
 			INSERT INTO scope_snapshots (scope_id, snapshot, last_seen_at, last_seq)
 			VALUES (?, ?, ?, (SELECT coalesce(max(last_seq), 0) + 1 FROM scope_snapshots WHERE scope_id = ?))
 			ON CONFLICT (scope_id, snapshot) DO UPDATE SET last_seen_at = max(last_seen_at, excluded.last_seen_at),
-				last_seq = excluded.last_seq`,
-			in.ScopeID, req.ModelSnapshot, w.nowMs(), in.ScopeID); err != nil {
+				last_seq = excluded.last_seq
+			WHERE last_seq != excluded.last_seq - 1 OR last_seen_at < excluded.last_seen_at - ?`,
+			in.ScopeID, req.ModelSnapshot, w.nowMs(), in.ScopeID, SnapshotSeenGranularity.Milliseconds()); err != nil {
 			return res, fmt.Errorf("record snapshot: %w", err)
 		}
 	}
@@ -137,7 +149,7 @@ func (w *wtx) commitObservation(in intentRow, req CommitObservationRequest) (Com
 	case err == nil && prevHash == req.OutputHash:
 		res.Outcome, res.ObservationID, res.PayloadID = OutcomeRepeat, prevID, prevPayload.Int64
 		if prevPayload.Valid {
-			if _, err := w.ExecContext(w.ctx, `UPDATE payloads SET touched_at = max(touched_at, ?) WHERE payload_id = ?`, w.nowMs(), prevPayload.Int64); err != nil {
+			if err := w.touch(prevPayload.Int64); err != nil {
 				return res, err
 			}
 		}
@@ -166,6 +178,9 @@ func (w *wtx) commitObservation(in intentRow, req CommitObservationRequest) (Com
 		if err != nil {
 			return res, fmt.Errorf("store payload: %w", err)
 		}
+		// stored or touched now: as good as a written touch
+		id, now := payloadID.Int64, w.nowMs()
+		w.onCommit = append(w.onCommit, func() { w.s.touched.wrote([]int64{id}, now) })
 	}
 	var snapshot int64
 	if err := w.QueryRowContext(w.ctx, `
@@ -199,7 +214,7 @@ func (w *wtx) commitObservation(in intentRow, req CommitObservationRequest) (Com
 	}
 	if in.PlanCount > 0 {
 		// the plan's payloads are referenced by this answer: a touch
-		if err := w.touchPayloadsOf(in.PlanJSON); err != nil {
+		if err := w.touch(planPayloads(anc.plan)...); err != nil {
 			return res, fmt.Errorf("touch plan: %w", err)
 		}
 	}

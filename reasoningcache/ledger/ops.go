@@ -145,12 +145,20 @@ func checkScope(op string, sc Scope) error {
 	return nil
 }
 
-// ensureScope creates the scope if needed and returns its generation.
+// ensureScope creates the scope if needed and returns its generation. A
+// scope exists after its first request, so it reads first: an upsert
+// would run the update half (a no-op row rewrite) on every intent.
 func (w *wtx) ensureScope(sc Scope) (int64, error) {
 	var gen int64
-	err := w.QueryRowContext(w.ctx, `
+	err := w.QueryRowContext(w.ctx, `SELECT generation FROM scopes WHERE scope_id = ?`, sc.ID).Scan(&gen)
+	if err == nil {
+		return gen, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("ensure scope: %w", err)
+	}
+	err = w.QueryRowContext(w.ctx, `
 		INSERT INTO scopes (scope_id, model, caller, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (scope_id) DO UPDATE SET generation = generation
 		RETURNING generation`, sc.ID, sc.Model, sc.Caller, w.nowMs(), w.nowMs()).Scan(&gen)
 	if err != nil {
 		return 0, fmt.Errorf("ensure scope: %w", err)

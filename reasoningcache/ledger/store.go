@@ -189,6 +189,7 @@ type Store struct {
 	life        lifecycle
 	barrier     *barrier
 	touched     touches
+	ends        intentEnds // CreateIntent waits on it for delivering competitors
 	reserve     reserve
 	lastCleanup time.Duration // monotonic; maintenance goroutine only
 	maintQuit   chan struct{}

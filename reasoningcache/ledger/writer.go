@@ -34,6 +34,9 @@ type request struct {
 	name     string
 	apply    applyFunc
 	internal bool // allowed while disabled
+	// queued: no caller waits for its commit on a request's path, so the
+	// writer may hold it for the next write (see awaitCompany).
+	queued   bool
 	err      error
 	onCommit []func()
 	done     chan struct{}
@@ -64,7 +67,7 @@ func (s *Store) Stats() Stats {
 // writer has applied it, the caller always waits for the COMMIT, so an
 // error never hides a committed operation.
 func (s *Store) submit(ctx context.Context, name string, internal bool, apply applyFunc) error {
-	r, err := s.enqueue(ctx, name, internal, apply)
+	r, err := s.enqueue(ctx, name, internal, false, apply)
 	if err != nil {
 		return err
 	}
@@ -75,9 +78,10 @@ func (s *Store) submit(ctx context.Context, name string, internal bool, apply ap
 // enqueue is submit without the wait: once it returns, the operation is
 // in the writer's queue, which the writer takes in order, so every
 // operation enqueued later is applied after it. The caller waits on
-// r.done and then reads r.err.
-func (s *Store) enqueue(ctx context.Context, name string, internal bool, apply applyFunc) (*request, error) {
-	r := &request{ctx: ctx, name: name, apply: apply, internal: internal, done: make(chan struct{})}
+// r.done and then reads r.err. A queued operation may wait up to
+// QueuedCommitDelay for company before its batch starts.
+func (s *Store) enqueue(ctx context.Context, name string, internal, queued bool, apply applyFunc) (*request, error) {
+	r := &request{ctx: ctx, name: name, apply: apply, internal: internal, queued: queued, done: make(chan struct{})}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -100,7 +104,8 @@ func (s *Store) enqueue(ctx context.Context, name string, internal bool, apply a
 // writer is the single goroutine that writes. It takes whatever
 // operations are queued (up to MaxBatch) and commits them together. While
 // one batch waits for its fsync the next one accumulates, so batches grow
-// with load and need no timer.
+// with load and need no timer. Only a batch of queued operations alone
+// waits, briefly, for company (awaitCompany).
 func (s *Store) writer() {
 	defer close(s.done)
 	batch := make([]*request, 0, s.opts.MaxBatch)
@@ -128,14 +133,9 @@ func (s *Store) writer() {
 				}
 			}
 		}
-	fill:
-		for len(batch) < cap(batch) {
-			select {
-			case r := <-s.reqs:
-				batch = append(batch, r)
-			default:
-				break fill
-			}
+		batch = s.fill(batch)
+		if onlyQueued(batch) {
+			batch = s.awaitCompany(batch)
 		}
 		s.runBatch(batch)
 	}
