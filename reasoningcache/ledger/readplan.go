@@ -25,6 +25,18 @@ func jsonKeys[T any](op string, keys []T) (string, error) {
 	return string(b), nil
 }
 
+// observationsByID reads observations by id. The scope is compared with
+// unary plus, which keeps SQLite from choosing an index on scope_id: with
+// one, it walked every observation of the scope (hundreds of
+// microseconds per plan in a long-lived scope, growing without bound)
+// instead of looking the few ids up by primary key.
+const observationsByID = `
+	SELECT observation_id, scope_id, generation, start_digest, end_digest, envelope_fp, payload_fp,
+		output_hash, intent_id, snapshot, replayable, payload_id, created_at, row_version, model_snapshot
+	FROM observations
+	WHERE observation_id IN (SELECT value FROM json_each(?)) AND +scope_id = ?
+	ORDER BY observation_id`
+
 // Observations returns the observations of scopeID with the given ids, in
 // id order, of any generation (the caller compares Generation). Unknown
 // ids and ids of other scopes are left out. Prior plans are not loaded:
@@ -40,12 +52,7 @@ func (s *Store) Observations(ctx context.Context, scopeID string, ids []int64) (
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.reads.QueryContext(ctx, `
-		SELECT observation_id, scope_id, generation, start_digest, end_digest, envelope_fp, payload_fp,
-			output_hash, intent_id, snapshot, replayable, payload_id, created_at, row_version, model_snapshot
-		FROM observations
-		WHERE scope_id = ? AND observation_id IN (SELECT value FROM json_each(?))
-		ORDER BY observation_id`, scopeID, keys)
+	rows, err := s.reads.QueryContext(ctx, observationsByID, keys, scopeID)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: observations: %w", err)
 	}
