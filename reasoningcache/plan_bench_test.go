@@ -101,7 +101,10 @@ func BenchmarkPlanReads(b *testing.B) {
 					_, err := e.store.PlanState(ctx, sc.ID, end, turnDigests, turnStarts, maxCandidates)
 					return err
 				}},
-				{"new-candidate", func() error { _, err := e.store.PlanCandidate(ctx, p.blocks[len(p.blocks)-1].ObservationID); return err }},
+				{"new-candidate", func() error {
+					_, err := e.store.PlanCandidate(ctx, p.blocks[len(p.blocks)-1].ObservationID)
+					return err
+				}},
 				{"new-observations", func() error { _, err := e.store.PlanObservations(ctx, sc.ID, obsIDs); return err }},
 				{"new-payloads", func() error {
 					set, err := e.store.PlanPayloads(ctx, payIDs)
