@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -303,5 +304,50 @@ func TestPlanMemoRefusesRowsReadBeforeAReset(t *testing.T) {
 	m.put(m.begin(), []memoObs{{o: Observation{ID: 1}}}, nil)
 	if _, ok := m.observation(1); !ok {
 		t.Fatal("a row read after the reset was refused")
+	}
+}
+
+// TestPlanCandidateLimits: a recorded plan over the size limits fails
+// PlanCandidate with ErrTooLarge exactly where Candidates fails, whether
+// its JSON is too long or its block count too high, and whether the
+// limit is met by the candidate itself or by the full plan at the base
+// of its linked chain.
+func TestPlanCandidateLimits(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cache.sqlite")
+	s := openTest(t, path, Options{})
+	sc := testScope(1)
+	a := storeTurn(t, s, sc, 1, dig("s0"), dig("e0"), nil)
+	b := storeTurn(t, s, sc, 1, dig("s1"), dig("e1"), []PlanBlock{a})    // linked to a
+	c := storeTurn(t, s, sc, 1, dig("s2"), dig("e2"), []PlanBlock{b})    // full: b's own plan is [a]
+	d := storeTurn(t, s, sc, 1, dig("s3"), dig("e3"), []PlanBlock{b, c}) // linked to c, whose plan is full
+	mustClose(t, s)
+
+	// One block of plan JSON is about 110 bytes.
+	s = openTest(t, path, Options{MaxPlanBytes: 64})
+	for _, st := range []PlanBlock{a, b, c, d} {
+		want, werr := s.Candidates(ctx, sc.ID, st.EndDigest)
+		got, gerr := s.PlanCandidate(ctx, st.ObservationID)
+		if errors.Is(werr, ErrTooLarge) != errors.Is(gerr, ErrTooLarge) || (werr == nil) != (gerr == nil) {
+			t.Fatalf("observation %d: PlanCandidate %v, Candidates %v", st.ObservationID, gerr, werr)
+		}
+		if werr == nil && !reflect.DeepEqual([]Observation{got}, want) {
+			t.Fatalf("observation %d: PlanCandidate %+v, Candidates %+v", st.ObservationID, got, want)
+		}
+	}
+	if _, err := s.PlanCandidate(ctx, c.ObservationID); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("a full plan over MaxPlanBytes: %v", err)
+	}
+	if _, err := s.PlanCandidate(ctx, d.ObservationID); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("a linked plan on a full plan over MaxPlanBytes: %v", err)
+	}
+	mustClose(t, s)
+
+	s = openTest(t, path, Options{})
+	if _, err := s.wconn.ExecContext(ctx, `UPDATE observations SET plan_count = 100000 WHERE observation_id = ?`, b.ObservationID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PlanCandidate(ctx, b.ObservationID); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("a block count over MaxPlanBlocks: %v", err)
 	}
 }

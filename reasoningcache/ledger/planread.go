@@ -32,30 +32,33 @@ type PlanState struct {
 
 // planStateQuery is one statement for PlanState: each part tags its rows
 // with a kind (0 scope, 1 candidate, 2 marker, 3 intent, 4 snapshot) and
-// pads them to the same four columns. Each part uses the same index as
-// the read it replaces (TestPlanReadsUseTheirKeys).
+// pads them to the same four columns. Each part uses the index of the
+// read it replaces (TestPlanReadsUseTheirKeys); the candidates come from
+// the index alone. Unresolved intents are few (each is a request in
+// flight, resolved ones are deleted), so all of the scope's are read
+// and filtered here rather than matched against a key list.
 const planStateQuery = `
 	SELECT 0, generation, NULL, NULL, NULL FROM scopes WHERE scope_id = ?1
 	UNION ALL
 	SELECT * FROM (
-		SELECT 1, o.observation_id, o.plan_count, length(o.prior_plan), NULL
+		SELECT 1, o.observation_id, NULL, NULL, NULL
 		FROM observations o JOIN scopes sc ON sc.scope_id = o.scope_id AND sc.generation = o.generation
 		WHERE o.scope_id = ?1 AND o.end_digest = ?2
 		ORDER BY o.observation_id DESC LIMIT ?3)
 	UNION ALL
 	SELECT 2, kind, digest, NULL, NULL FROM markers WHERE scope_id = ?1 AND digest IN (SELECT value FROM json_each(?4))
 	UNION ALL
-	SELECT 3, intent_id, start_digest, NULL, NULL FROM intents
-	WHERE scope_id = ?1 AND start_digest IN (SELECT value FROM json_each(?5))
+	SELECT 3, intent_id, start_digest, NULL, NULL FROM intents WHERE scope_id = ?1
 	UNION ALL
 	SELECT * FROM (
 		SELECT 4, snapshot, last_seen_at, last_seq, NULL FROM scope_snapshots WHERE scope_id = ?1
-		ORDER BY last_seq DESC LIMIT ?6)`
+		ORDER BY last_seq DESC LIMIT ?5)`
 
 // PlanState reads the per-turn state of a plan in one statement (one
-// read transaction): the answers ScopeState, Candidates (ids only, at
-// most limit, and ErrTooLarge under the same rule), MarkersAt(digests),
-// IntentsAt(starts) and ModelSnapshots would give.
+// read transaction): the answers ScopeState, Candidates (the ids of the
+// first limit; PlanCandidate reads each with its plan and applies
+// Candidates' size limits), MarkersAt(digests), IntentsAt(starts) and
+// ModelSnapshots would give.
 func (s *Store) PlanState(ctx context.Context, scopeID, endDigest string, digests, starts []string, limit int) (PlanState, error) {
 	var st PlanState
 	if s.isClosed() {
@@ -65,11 +68,7 @@ func (s *Store) PlanState(ctx context.Context, scopeID, endDigest string, digest
 	if err != nil {
 		return st, err
 	}
-	sk, err := jsonKeys("plan_state", nonNil(starts))
-	if err != nil {
-		return st, err
-	}
-	rows, err := s.reads.QueryContext(ctx, planStateQuery, scopeID, endDigest, min(limit, s.opts.MaxCandidates), dk, sk, maxSnapshots)
+	rows, err := s.reads.QueryContext(ctx, planStateQuery, scopeID, endDigest, min(limit, s.opts.MaxCandidates), dk, maxSnapshots)
 	if err != nil {
 		return st, fmt.Errorf("ledger: plan state: %w", err)
 	}
@@ -87,15 +86,13 @@ func (s *Store) PlanState(ctx context.Context, scopeID, endDigest string, digest
 		case 0:
 			st.Known, st.Generation = true, asInt(a)
 		case 1:
-			id, count, n := asInt(a), asInt(b), asInt(c)
-			if n > int64(s.opts.MaxPlanBytes) || count > int64(s.opts.MaxPlanBlocks) {
-				return st, fmt.Errorf("%w: observation %d has a plan of %d blocks, %d bytes", ErrTooLarge, id, count, n)
-			}
-			st.Candidates = append(st.Candidates, id)
+			st.Candidates = append(st.Candidates, asInt(a))
 		case 2:
 			st.Markers = append(st.Markers, Marker{ScopeID: scopeID, Kind: asString(a), Digest: asString(b)})
 		case 3:
-			st.Intents = append(st.Intents, Intent{ID: asInt(a), ScopeID: scopeID, StartDigest: asString(b)})
+			if in := (Intent{ID: asInt(a), ScopeID: scopeID, StartDigest: asString(b)}); slices.Contains(starts, in.StartDigest) {
+				st.Intents = append(st.Intents, in)
+			}
 		case 4:
 			st.Snapshots = append(st.Snapshots, ModelSnapshotSeen{Snapshot: asString(a), LastSeen: time.UnixMilli(asInt(b)), Seq: asInt(c)})
 		}

@@ -48,8 +48,8 @@ func TestPlanReadsUseTheirKeys(t *testing.T) {
 		want  string // a step that must appear
 	}{
 		{"observations", observationsByID, []any{`[1,2]`, sc.ID}, "SEARCH observations USING INTEGER PRIMARY KEY"},
-		{"plan state", planStateQuery, []any{sc.ID, dig("e1"), 4, `["a"]`, `["b"]`, 64},
-			"SEARCH o USING INDEX observations_end (scope_id=? AND end_digest=? AND generation=?)"},
+		{"plan state", planStateQuery, []any{sc.ID, dig("e1"), 4, `["a"]`, 64},
+			"SEARCH o USING COVERING INDEX observations_end (scope_id=? AND end_digest=? AND generation=?)"},
 		{"memo by id", memoByID, []any{1 << 20, `[1,2]`}, "SEARCH o USING INTEGER PRIMARY KEY"},
 		{"memo chain", memoChain, []any{1 << 20, 1, 257}, "SEARCH o USING INTEGER PRIMARY KEY"},
 	}
