@@ -191,7 +191,7 @@ func (v *validator) validate(blocks []ledger.PlanBlock) (plan, string) {
 		if err != nil {
 			return p, "payload_unavailable"
 		}
-		items, calls, ok := payloadItems(pl.Output)
+		items, calls, ok := v.e.splits.split(st.PayloadID, pl.Output)
 		if !ok {
 			return p, "payload_invalid"
 		}
