@@ -8,7 +8,7 @@ import (
 
 // maxSplitBytes bounds the payload outputs itemSplits refers to. They are
 // the ledger's hot cache values, so they are usually held there anyway.
-const maxSplitBytes = 8 << 20
+const maxSplitBytes = 4 << 20
 
 // itemSplits keeps payloadItems' answer for the payloads a plan replays,
 // so that a hit does not scan every replayed output again. An answer is

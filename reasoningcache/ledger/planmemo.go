@@ -47,7 +47,7 @@ type memoObs struct {
 
 // defaultMemoEntries bounds the memo: a conversation needs one entry per
 // turn, and a reset only costs the next plans a read each.
-const defaultMemoEntries = 8192
+const defaultMemoEntries = 4096
 
 func newPlanMemo(max int) *planMemo {
 	return &planMemo{max: max, obs: make(map[int64]memoObs), pays: make(map[int64]payloadMeta)}

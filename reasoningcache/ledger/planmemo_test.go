@@ -351,3 +351,18 @@ func TestPlanCandidateLimits(t *testing.T) {
 		t.Fatalf("a block count over MaxPlanBlocks: %v", err)
 	}
 }
+
+// TestPlanMemoBound: the memo never holds more than its bound; past it
+// it starts over rather than growing.
+func TestPlanMemoBound(t *testing.T) {
+	m := newPlanMemo(3)
+	for id := int64(1); id <= 10; id++ {
+		m.put(m.begin(), []memoObs{{o: Observation{ID: id}}}, []payloadMeta{{p: Payload{ID: id}}})
+		if len(m.obs) > 3 || len(m.pays) > 3 {
+			t.Fatalf("after %d puts: %d observations, %d payloads, bound 3", id, len(m.obs), len(m.pays))
+		}
+		if _, ok := m.observation(id); !ok {
+			t.Fatalf("observation %d was not kept", id)
+		}
+	}
+}
