@@ -28,11 +28,13 @@ import "sync"
 // and is read with one statement per plan (PlanState). The writer still
 // revalidates every plan in the transaction that commits its intent.
 type planMemo struct {
-	mu    sync.Mutex
-	epoch uint64
-	max   int // entries of either map before a reset
-	obs   map[int64]memoObs
-	pays  map[int64]payloadMeta
+	mu       sync.Mutex
+	epoch    uint64
+	max      int // entries of either map before a reset
+	maxBytes int // bytes of stored plans before a reset
+	bytes    int
+	obs      map[int64]memoObs
+	pays     map[int64]payloadMeta
 }
 
 // memoObs is one observation as the planner reads it.
@@ -45,12 +47,16 @@ type memoObs struct {
 	parent    int64  // parent_id (0 if NULL)
 }
 
-// defaultMemoEntries bounds the memo: a conversation needs one entry per
-// turn, and a reset only costs the next plans a read each.
-const defaultMemoEntries = 4096
+// defaultMemoEntries and defaultMemoPlanBytes bound the memo: a
+// conversation needs one entry per turn (linked plans store no JSON), and
+// a reset only costs the next plans a read each.
+const (
+	defaultMemoEntries   = 4096
+	defaultMemoPlanBytes = 4 << 20
+)
 
-func newPlanMemo(max int) *planMemo {
-	return &planMemo{max: max, obs: make(map[int64]memoObs), pays: make(map[int64]payloadMeta)}
+func newPlanMemo(max, maxBytes int) *planMemo {
+	return &planMemo{max: max, maxBytes: maxBytes, obs: make(map[int64]memoObs), pays: make(map[int64]payloadMeta)}
 }
 
 // begin returns the epoch a reader must pass to put, taken before its
@@ -85,11 +91,19 @@ func (m *planMemo) put(epoch uint64, obs []memoObs, pays []payloadMeta) {
 	if epoch != m.epoch {
 		return
 	}
-	if len(m.obs)+len(obs) > m.max || len(m.pays)+len(pays) > m.max {
+	n := 0
+	for _, e := range obs {
+		n += len(e.prior)
+	}
+	if len(m.obs)+len(obs) > m.max || len(m.pays)+len(pays) > m.max || m.bytes+n > m.maxBytes {
 		m.resetLocked()
 	}
 	for _, e := range obs {
+		if old, ok := m.obs[e.o.ID]; ok {
+			m.bytes -= len(old.prior)
+		}
 		m.obs[e.o.ID] = e
+		m.bytes += len(e.prior)
 	}
 	for _, p := range pays {
 		m.pays[p.p.ID] = p
@@ -105,6 +119,7 @@ func (m *planMemo) reset() {
 
 func (m *planMemo) resetLocked() {
 	m.epoch++
+	m.bytes = 0
 	clear(m.obs)
 	clear(m.pays)
 }

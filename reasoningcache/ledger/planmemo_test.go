@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -291,7 +292,7 @@ func comparePlanReads(t *testing.T, s *Store, sc Scope, pool []string, maxObs in
 // TestPlanMemoRefusesRowsReadBeforeAReset: a row read before Cleanup's
 // reset and put after it would be stale forever; the epoch refuses it.
 func TestPlanMemoRefusesRowsReadBeforeAReset(t *testing.T) {
-	m := newPlanMemo(8)
+	m := newPlanMemo(8, 1<<20)
 	epoch := m.begin()
 	m.reset()
 	m.put(epoch, []memoObs{{o: Observation{ID: 1}}}, []payloadMeta{{p: Payload{ID: 1}}})
@@ -355,11 +356,17 @@ func TestPlanCandidateLimits(t *testing.T) {
 // TestPlanMemoBound: the memo never holds more than its bound; past it
 // it starts over rather than growing.
 func TestPlanMemoBound(t *testing.T) {
-	m := newPlanMemo(3)
+	m := newPlanMemo(3, 250)
 	for id := int64(1); id <= 10; id++ {
-		m.put(m.begin(), []memoObs{{o: Observation{ID: id}}}, []payloadMeta{{p: Payload{ID: id}}})
-		if len(m.obs) > 3 || len(m.pays) > 3 {
-			t.Fatalf("after %d puts: %d observations, %d payloads, bound 3", id, len(m.obs), len(m.pays))
+		prior := strings.Repeat("x", int(id%3)*50)
+		m.put(m.begin(), []memoObs{{o: Observation{ID: id}, prior: prior}}, []payloadMeta{{p: Payload{ID: id}}})
+		n := 0
+		for _, e := range m.obs {
+			n += len(e.prior)
+		}
+		if len(m.obs) > 3 || len(m.pays) > 3 || n > 250 || n != m.bytes {
+			t.Fatalf("after %d puts: %d observations, %d payloads, %d plan bytes (counted %d), bounds 3 and 250",
+				id, len(m.obs), len(m.pays), n, m.bytes)
 		}
 		if _, ok := m.observation(id); !ok {
 			t.Fatalf("observation %d was not kept", id)

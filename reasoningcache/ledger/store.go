@@ -309,7 +309,7 @@ func open(abs string, lock *ownerLock, opts Options) (*Store, error) {
 		wstmts: newStmtCache(wconn),
 		lock:   lock,
 		cache:  newHotCache(opts.HotCacheBytes, opts.HotCacheEntries),
-		memo:   newPlanMemo(defaultMemoEntries),
+		memo:   newPlanMemo(defaultMemoEntries, defaultMemoPlanBytes),
 		reqs:   make(chan *request, opts.MaxBatch),
 		quit:   make(chan struct{}),
 		done:   make(chan struct{}),
