@@ -58,16 +58,23 @@ func (e *Engine) plan(ctx context.Context, sc ledger.Scope, d *canonical.Digests
 		return plan{}, "no_block"
 	}
 	newest := d.Turns[len(d.Turns)-1]
-	digests := make([]string, 0, 2*len(d.Turns))
-	starts := make([]string, 0, len(d.Turns))
-	for _, t := range d.Turns {
-		st := t.StartDigest.String()
-		digests, starts = append(digests, st, t.EndDigest.String()), append(starts, st)
-	}
 	// Every block of a valid plan starts and ends where a turn of this
 	// history does (checkBlock), so the markers and intents at the turns'
 	// digests are all a plan can meet: one statement reads them with the
-	// rest of the scope's per-turn state.
+	// rest of the scope's per-turn state. The markers of a history with
+	// more turns than planStateTurns are read at the plan's blocks.
+	starts := make([]string, 0, len(d.Turns))
+	var digests []string
+	if len(d.Turns) <= planStateTurns {
+		digests = make([]string, 0, 2*len(d.Turns))
+	}
+	for _, t := range d.Turns {
+		st := t.StartDigest.String()
+		starts = append(starts, st)
+		if digests != nil {
+			digests = append(digests, st, t.EndDigest.String())
+		}
+	}
 	st, err := e.store.PlanState(ctx, sc.ID, newest.EndDigest.String(), digests, starts, maxCandidates)
 	switch {
 	case errors.Is(err, ledger.ErrTooLarge):
@@ -80,7 +87,7 @@ func (e *Engine) plan(ctx context.Context, sc ledger.Scope, d *canonical.Digests
 		return plan{}, "no_candidate"
 	}
 	v := validator{e: e, ctx: ctx, sc: sc, gen: st.Generation, d: d, req: req, now: e.cfg.Now(),
-		endIndex: make(map[string]int, len(d.Turns)), state: &st}
+		endIndex: make(map[string]int, len(d.Turns)), state: &st, turnMarkers: digests != nil}
 	for i, b := range d.Turns {
 		v.endIndex[b.EndDigest.String()] = i
 	}
@@ -117,7 +124,15 @@ type validator struct {
 	now      time.Time
 	endIndex map[string]int    // turn end digest -> turn index
 	state    *ledger.PlanState // the scope's markers, intents and snapshots
+
+	turnMarkers bool // state holds the markers at every turn's digests
 }
+
+// planStateTurns is the most turns whose digests the plan state reads
+// markers at (two keys a turn, within the ledger's bulk-read limit). A
+// variable only so that a test reaches the long-history path with a
+// short history.
+var planStateTurns = 2048
 
 // validate returns the longest valid prefix of blocks and, when it is
 // shorter than blocks, the reason the next block failed.
@@ -154,8 +169,12 @@ func (v *validator) validate(blocks []ledger.PlanBlock) (plan, string) {
 	for _, o := range rows {
 		obs[o.ID] = o
 	}
+	markers, err := v.markers(rows)
+	if err != nil {
+		return plan{}, "plan_read_failed"
+	}
 	poisoned, conflicted := map[string]bool{}, map[string]bool{}
-	for _, m := range v.state.Markers {
+	for _, m := range markers {
 		switch m.Kind {
 		case ledger.MarkerStartPoison:
 			poisoned[m.Digest] = true
@@ -211,6 +230,20 @@ func (v *validator) validate(blocks []ledger.PlanBlock) (plan, string) {
 		p.sizes = append(p.sizes, pl.Size)
 	}
 	return v.inheritSnapshot(p, why)
+}
+
+// markers returns the markers a plan of the observations rows can meet:
+// the plan state's, or for a history too long for it, those at the
+// rows' own digests.
+func (v *validator) markers(rows []ledger.Observation) ([]ledger.Marker, error) {
+	if v.turnMarkers {
+		return v.state.Markers, nil
+	}
+	digests := make([]string, 0, 2*len(rows))
+	for _, o := range rows {
+		digests = append(digests, o.StartDigest, o.EndDigest)
+	}
+	return v.e.store.MarkersAt(v.ctx, v.sc.ID, digests)
 }
 
 // inheritSnapshot applies the snapshot heuristic the design's way: only
