@@ -32,26 +32,26 @@ type PlanState struct {
 
 // planStateQuery is one statement for PlanState: each part tags its rows
 // with a kind (0 scope, 1 candidate, 2 marker, 3 intent, 4 snapshot) and
-// pads them to the same four columns. Each part uses the index of the
+// pads them to the same three values. Each part uses the index of the
 // read it replaces (TestPlanReadsUseTheirKeys); the candidates come from
 // the index alone. Unresolved intents are few (each is a request in
 // flight, resolved ones are deleted), so all of the scope's are read
 // and filtered here rather than matched against a key list.
 const planStateQuery = `
-	SELECT 0, generation, NULL, NULL, NULL FROM scopes WHERE scope_id = ?1
+	SELECT 0, generation, NULL, NULL FROM scopes WHERE scope_id = ?1
 	UNION ALL
 	SELECT * FROM (
-		SELECT 1, o.observation_id, NULL, NULL, NULL
+		SELECT 1, o.observation_id, NULL, NULL
 		FROM observations o JOIN scopes sc ON sc.scope_id = o.scope_id AND sc.generation = o.generation
 		WHERE o.scope_id = ?1 AND o.end_digest = ?2
 		ORDER BY o.observation_id DESC LIMIT ?3)
 	UNION ALL
-	SELECT 2, kind, digest, NULL, NULL FROM markers WHERE scope_id = ?1 AND digest IN (SELECT value FROM json_each(?4))
+	SELECT 2, kind, digest, NULL FROM markers WHERE scope_id = ?1 AND digest IN (SELECT value FROM json_each(?4))
 	UNION ALL
-	SELECT 3, intent_id, start_digest, NULL, NULL FROM intents WHERE scope_id = ?1
+	SELECT 3, intent_id, start_digest, NULL FROM intents WHERE scope_id = ?1
 	UNION ALL
 	SELECT * FROM (
-		SELECT 4, snapshot, last_seen_at, last_seq, NULL FROM scope_snapshots WHERE scope_id = ?1
+		SELECT 4, snapshot, last_seen_at, last_seq FROM scope_snapshots WHERE scope_id = ?1
 		ORDER BY last_seq DESC LIMIT ?5)`
 
 // PlanState reads the per-turn state of a plan in one statement (one
@@ -77,9 +77,8 @@ func (s *Store) PlanState(ctx context.Context, scopeID, endDigest string, digest
 		var (
 			kind    int
 			a, b, c any
-			pad     any
 		)
-		if err := rows.Scan(&kind, &a, &b, &c, &pad); err != nil {
+		if err := rows.Scan(&kind, &a, &b, &c); err != nil {
 			return st, fmt.Errorf("ledger: plan state: %w", err)
 		}
 		switch kind {
@@ -103,7 +102,7 @@ func (s *Store) PlanState(ctx context.Context, scopeID, endDigest string, digest
 	if !st.Known {
 		return PlanState{}, nil
 	}
-	sortIntents(st.Intents)
+	slices.SortFunc(st.Intents, func(x, y Intent) int { return cmp.Compare(x.ID, y.ID) })
 	return st, nil
 }
 
@@ -127,15 +126,6 @@ func asString(v any) string {
 		return string(v)
 	}
 	return ""
-}
-
-// sortIntents orders intents by id (oldest first), as IntentsAt does.
-func sortIntents(in []Intent) {
-	for i := 1; i < len(in); i++ {
-		for j := i; j > 0 && in[j].ID < in[j-1].ID; j-- {
-			in[j], in[j-1] = in[j-1], in[j]
-		}
-	}
 }
 
 // memoColumns are the columns scanMemo reads: an observation, its plan
