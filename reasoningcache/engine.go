@@ -28,6 +28,8 @@ type Engine struct {
 	// shared allowance reserves once: preparations take turns in it.
 	prep chan struct{}
 
+	splits itemSplits // replayed outputs split into items (itemsplit.go)
+
 	mu       sync.Mutex
 	capacity int64 // bytes sessions may hold: M minus the shared allowance
 	used     int64 // bytes held by live sessions

@@ -57,32 +57,51 @@ func (e *Engine) plan(ctx context.Context, sc ledger.Scope, d *canonical.Digests
 	if len(d.Turns) == 0 {
 		return plan{}, "no_block"
 	}
-	st, ok, err := e.store.ScopeState(ctx, sc.ID)
-	if err != nil {
-		return plan{}, "plan_read_failed"
-	}
-	if !ok {
-		return plan{}, "new_scope"
-	}
 	newest := d.Turns[len(d.Turns)-1]
-	cands, err := e.store.Candidates(ctx, sc.ID, newest.EndDigest.String())
+	// Every block of a valid plan starts and ends where a turn of this
+	// history does (checkBlock), so the markers and intents at the turns'
+	// digests are all a plan can meet: one statement reads them with the
+	// rest of the scope's per-turn state. The markers of a history with
+	// more turns than planStateTurns are read at the plan's blocks.
+	starts := make([]string, 0, len(d.Turns))
+	var digests []string
+	if len(d.Turns) <= planStateTurns {
+		digests = make([]string, 0, 2*len(d.Turns))
+	}
+	for _, t := range d.Turns {
+		st := t.StartDigest.String()
+		starts = append(starts, st)
+		if digests != nil {
+			digests = append(digests, st, t.EndDigest.String())
+		}
+	}
+	st, err := e.store.PlanState(ctx, sc.ID, newest.EndDigest.String(), digests, starts, maxCandidates)
 	switch {
 	case errors.Is(err, ledger.ErrTooLarge):
 		return plan{}, "plan_too_large"
 	case err != nil:
 		return plan{}, "plan_read_failed"
-	case len(cands) == 0:
+	case !st.Known:
+		return plan{}, "new_scope"
+	case len(st.Candidates) == 0:
 		return plan{}, "no_candidate"
 	}
 	v := validator{e: e, ctx: ctx, sc: sc, gen: st.Generation, d: d, req: req, now: e.cfg.Now(),
-		endIndex: make(map[string]int, len(d.Turns))}
+		endIndex: make(map[string]int, len(d.Turns)), state: &st, turnMarkers: digests != nil}
 	for i, b := range d.Turns {
 		v.endIndex[b.EndDigest.String()] = i
 	}
 	reason := "no_candidate"
-	for i, c := range cands {
+	for i, id := range st.Candidates {
 		if i == maxCandidates {
 			break
+		}
+		c, err := e.store.PlanCandidate(ctx, id)
+		switch {
+		case errors.Is(err, ledger.ErrTooLarge):
+			return plan{}, "plan_too_large"
+		case err != nil:
+			return plan{}, "plan_read_failed"
 		}
 		blocks := append(slices.Clip(c.PriorPlan), ledger.PlanBlock{ObservationID: c.ID, PayloadID: c.PayloadID, EndDigest: c.EndDigest})
 		p, why := v.validate(blocks)
@@ -103,11 +122,17 @@ type validator struct {
 	d        *canonical.Digests
 	req      *Request
 	now      time.Time
-	endIndex map[string]int // turn end digest -> turn index
+	endIndex map[string]int    // turn end digest -> turn index
+	state    *ledger.PlanState // the scope's markers, intents and snapshots
 
-	snaps       []ledger.ModelSnapshotSeen
-	snapsLoaded bool
+	turnMarkers bool // state holds the markers at every turn's digests
 }
+
+// planStateTurns is the most turns whose digests the plan state reads
+// markers at (two keys a turn, within the ledger's bulk-read limit). A
+// variable only so that a test reaches the long-history path with a
+// short history.
+var planStateTurns = 2048
 
 // validate returns the longest valid prefix of blocks and, when it is
 // shorter than blocks, the reason the next block failed.
@@ -136,19 +161,15 @@ func (v *validator) validate(blocks []ledger.PlanBlock) (plan, string) {
 	for i, st := range blocks {
 		ids[i] = st.ObservationID
 	}
-	rows, err := v.e.store.Observations(v.ctx, v.sc.ID, ids)
+	rows, err := v.e.store.PlanObservations(v.ctx, v.sc.ID, ids)
 	if err != nil {
 		return plan{}, "plan_read_failed"
 	}
 	obs := make(map[int64]ledger.Observation, len(rows))
-	digests := make([]string, 0, 2*len(rows))
-	starts := make([]string, 0, len(rows))
 	for _, o := range rows {
 		obs[o.ID] = o
-		digests = append(digests, o.StartDigest, o.EndDigest)
-		starts = append(starts, o.StartDigest)
 	}
-	markers, err := v.e.store.MarkersAt(v.ctx, v.sc.ID, digests)
+	markers, err := v.markers(rows)
 	if err != nil {
 		return plan{}, "plan_read_failed"
 	}
@@ -161,19 +182,15 @@ func (v *validator) validate(blocks []ledger.PlanBlock) (plan, string) {
 			conflicted[m.Digest] = true
 		}
 	}
-	intents, err := v.e.store.IntentsAt(v.ctx, v.sc.ID, starts)
-	if err != nil {
-		return plan{}, "plan_read_failed"
-	}
 	unresolved := map[string][]int64{}
-	for _, in := range intents {
+	for _, in := range v.state.Intents {
 		unresolved[in.StartDigest] = append(unresolved[in.StartDigest], in.ID)
 	}
 	payloadIDs := make([]int64, len(blocks))
 	for i, st := range blocks {
 		payloadIDs[i] = st.PayloadID
 	}
-	payloads, err := v.e.store.Payloads(v.ctx, payloadIDs)
+	payloads, err := v.e.store.PlanPayloads(v.ctx, payloadIDs)
 	if err != nil {
 		return plan{}, "payload_unavailable"
 	}
@@ -193,7 +210,7 @@ func (v *validator) validate(blocks []ledger.PlanBlock) (plan, string) {
 		if err != nil {
 			return p, "payload_unavailable"
 		}
-		items, calls, ok := payloadItems(pl.Output)
+		items, calls, ok := v.e.splits.split(st.PayloadID, pl.Output)
 		if !ok {
 			return p, "payload_invalid"
 		}
@@ -213,6 +230,20 @@ func (v *validator) validate(blocks []ledger.PlanBlock) (plan, string) {
 		p.sizes = append(p.sizes, pl.Size)
 	}
 	return v.inheritSnapshot(p, why)
+}
+
+// markers returns the markers a plan of the observations rows can meet:
+// the plan state's, or for a history too long for it, those at the
+// rows' own digests.
+func (v *validator) markers(rows []ledger.Observation) ([]ledger.Marker, error) {
+	if v.turnMarkers {
+		return v.state.Markers, nil
+	}
+	digests := make([]string, 0, 2*len(rows))
+	for _, o := range rows {
+		digests = append(digests, o.StartDigest, o.EndDigest)
+	}
+	return v.e.store.MarkersAt(v.ctx, v.sc.ID, digests)
 }
 
 // inheritSnapshot applies the snapshot heuristic the design's way: only
@@ -266,14 +297,7 @@ func (v *validator) snapshotAccepted(name string) bool {
 	if name == "" {
 		return false
 	}
-	if !v.snapsLoaded {
-		snaps, err := v.e.store.ModelSnapshots(v.ctx, v.sc.ID)
-		if err != nil {
-			return false
-		}
-		v.snaps, v.snapsLoaded = snaps, true
-	}
-	for i, sn := range v.snaps {
+	for i, sn := range v.state.Snapshots {
 		if sn.Snapshot == name {
 			return i == 0 || v.now.Sub(sn.LastSeen) <= ModelSnapshotWindow
 		}

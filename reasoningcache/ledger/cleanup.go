@@ -91,7 +91,7 @@ func (s *Store) Cleanup(ctx context.Context) (CleanupResult, error) {
 			deleted = append(deleted, ids...)
 		}
 		ids := append([]int64(nil), deleted...)
-		w.onCommit = append(w.onCommit, func() { s.cache.drop(ids...) })
+		w.onCommit = append(w.onCommit, func() { s.cache.drop(ids...); s.memo.reset() })
 		return nil
 	})
 	if err != nil {

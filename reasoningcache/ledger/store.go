@@ -173,6 +173,7 @@ type Store struct {
 	lock   *ownerLock
 	secret []byte
 	cache  *hotCache
+	memo   *planMemo // see planmemo.go
 
 	enabled atomic.Bool
 	reqs    chan *request
@@ -309,6 +310,7 @@ func open(abs string, lock *ownerLock, opts Options) (*Store, error) {
 		wstmts: newStmtCache(wconn),
 		lock:   lock,
 		cache:  newHotCache(opts.HotCacheBytes, opts.HotCacheEntries),
+		memo:   newPlanMemo(defaultMemoEntries, defaultMemoPlanBytes),
 		reqs:   make(chan *request, opts.MaxBatch),
 		quit:   make(chan struct{}),
 		done:   make(chan struct{}),
