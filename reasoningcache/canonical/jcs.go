@@ -51,17 +51,19 @@ func (a *arena) sortObject(i uint32) {
 	})
 }
 
-// sortAll orders every object parsed so far and refuses duplicate keys
-// (RFC 8785 requires I-JSON input). An object whose keys arrive strictly
-// increasing (so without duplicates) is left as it is.
+// sortAll orders every object parsed or synthesized so far and refuses
+// duplicate keys (RFC 8785 requires I-JSON input). An object whose keys
+// arrive strictly increasing (so without duplicates) is left as it is: the
+// parser checks that as it reads the keys, so only the objects listed in
+// unsorted are looked at.
 func (a *arena) sortAll() Reason {
-	for i := range a.nodes {
-		if a.nodes[i].kind != kObject || a.ordered(uint32(i)) {
+	for _, i := range a.unsorted {
+		if a.ordered(i) {
 			continue
 		}
 		a.verbatim = false
-		a.sortObject(uint32(i))
-		kids := a.children(uint32(i))
+		a.sortObject(i)
+		kids := a.children(i)
 		for j := 1; j < len(kids); j++ {
 			if string(a.keyBytes(kids[j-1])) == string(a.keyBytes(kids[j])) {
 				return ReasonDuplicate

@@ -86,27 +86,75 @@ func (a *arena) normalize(shape Shape, root uint32) (uint32, Kind, Reason) {
 		default:
 			return 0, 0, ReasonNotMessage
 		}
-		typ, hasType := a.member(root, "type")
-		role, hasRole := a.member(root, "role")
+		var f fields
+		a.find(root, &f)
 		typeName := []byte("message")
 		switch {
-		case hasType:
-			typeName = a.stringValue(typ)
-		case hasRole:
+		case f.has&hasType != 0:
+			typeName = a.stringValue(f.typ)
+		case f.has&hasRole != 0:
 			a.insert(root, "type", a.stringNode("message"))
 		}
 		switch string(typeName) {
 		case "message":
-			if hasRole && a.isString(role, "assistant") {
-				a.removeNamed(root, "id", "status")
-				a.normContent(root, "output_text", true)
+			if f.has&hasRole != 0 && a.isString(f.role, "assistant") {
+				a.removeIDStatus(&f)
+				a.normContentAt(root, f.content, f.has&hasContent != 0, "output_text", true)
 				return root, KindAssistant, ""
 			}
 		case "function_call", "custom_tool_call":
-			a.removeNamed(root, "id", "status")
+			a.removeIDStatus(&f)
 			return root, KindToolCall, ""
 		}
 		return root, KindOther, ""
+	}
+}
+
+// fields are the members of an envelope that normalization looks at,
+// found in one pass over its members (find).
+type fields struct {
+	has                            uint8 // hasType, hasRole, ...
+	typ, role, id, status, content uint32
+}
+
+const (
+	hasType = 1 << iota
+	hasRole
+	hasID
+	hasStatus
+	hasContent
+)
+
+// find records the live members of object obj that normalization reads.
+// Keys are unique (sortAll refused duplicates), so each is found at most
+// once.
+func (a *arena) find(obj uint32, f *fields) {
+	for _, k := range a.children(obj) {
+		if a.nodes[k].gone {
+			continue
+		}
+		switch string(a.keyBytes(k)) {
+		case "type":
+			f.typ, f.has = k, f.has|hasType
+		case "role":
+			f.role, f.has = k, f.has|hasRole
+		case "id":
+			f.id, f.has = k, f.has|hasID
+		case "status":
+			f.status, f.has = k, f.has|hasStatus
+		case "content":
+			f.content, f.has = k, f.has|hasContent
+		}
+	}
+}
+
+// removeIDStatus drops the "id" and "status" members that find saw.
+func (a *arena) removeIDStatus(f *fields) {
+	if f.has&hasID != 0 {
+		a.remove(f.id)
+	}
+	if f.has&hasStatus != 0 {
+		a.remove(f.status)
 	}
 }
 
@@ -169,6 +217,12 @@ func (a *arena) removeNamed(obj uint32, keys ...string) {
 // with extra fields, refusals, images) stays exactly as sent.
 func (a *arena) normContent(obj uint32, partType string, outputPart bool) {
 	m, ok := a.member(obj, "content")
+	a.normContentAt(obj, m, ok, partType, outputPart)
+}
+
+// normContentAt is normContent with the content member m of obj already
+// looked up (ok false when there is none).
+func (a *arena) normContentAt(obj, m uint32, ok bool, partType string, outputPart bool) {
 	if !ok {
 		a.insert(obj, "content", a.stringNode(""))
 		return
