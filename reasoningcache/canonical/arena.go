@@ -154,13 +154,6 @@ func (a *arena) stringValue(i uint32) []byte {
 	return a.bytesOf(n.val)
 }
 
-// memberString reports whether object i has a member key whose value is
-// the string s.
-func (a *arena) memberString(i uint32, key, s string) bool {
-	m, ok := a.member(i, key)
-	return ok && a.isString(m, s)
-}
-
 // remove drops member m (of any object) from the canonical form.
 func (a *arena) remove(m uint32) {
 	a.verbatim = false

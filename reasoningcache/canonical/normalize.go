@@ -73,8 +73,10 @@ func (a *arena) normalize(shape Shape, root uint32) (uint32, Kind, Reason) {
 		if a.nodes[root].kind != kObject {
 			return 0, 0, ReasonNotMessage
 		}
-		if a.memberString(root, "role", "assistant") {
-			a.normChatAssistant(root)
+		var f fields
+		a.find(root, &f)
+		if f.has&hasRole != 0 && a.isString(f.role, "assistant") {
+			a.normChatAssistant(root, &f)
 			return root, KindAssistant, ""
 		}
 		return root, KindOther, ""
@@ -99,7 +101,7 @@ func (a *arena) normalize(shape Shape, root uint32) (uint32, Kind, Reason) {
 		case "message":
 			if f.has&hasRole != 0 && a.isString(f.role, "assistant") {
 				a.removeIDStatus(&f)
-				a.normContentAt(root, f.content, f.has&hasContent != 0, "output_text", true)
+				a.normContent(root, f.content, f.has&hasContent != 0, "output_text", true)
 				return root, KindAssistant, ""
 			}
 		case "function_call", "custom_tool_call":
@@ -113,8 +115,11 @@ func (a *arena) normalize(shape Shape, root uint32) (uint32, Kind, Reason) {
 // fields are the members of an envelope that normalization looks at,
 // found in one pass over its members (find).
 type fields struct {
-	has                            uint8 // hasType, hasRole, ...
+	has                            uint16 // hasType, hasRole, ...
 	typ, role, id, status, content uint32
+	toolCalls, refusal             uint32
+	functionCall, audio            uint32
+	annotations                    uint32
 }
 
 const (
@@ -123,6 +128,11 @@ const (
 	hasID
 	hasStatus
 	hasContent
+	hasToolCalls
+	hasRefusal
+	hasFunctionCall
+	hasAudio
+	hasAnnotations
 )
 
 // find records the live members of object obj that normalization reads.
@@ -144,6 +154,16 @@ func (a *arena) find(obj uint32, f *fields) {
 			f.status, f.has = k, f.has|hasStatus
 		case "content":
 			f.content, f.has = k, f.has|hasContent
+		case "tool_calls":
+			f.toolCalls, f.has = k, f.has|hasToolCalls
+		case "refusal":
+			f.refusal, f.has = k, f.has|hasRefusal
+		case "function_call":
+			f.functionCall, f.has = k, f.has|hasFunctionCall
+		case "audio":
+			f.audio, f.has = k, f.has|hasAudio
+		case "annotations":
+			f.annotations, f.has = k, f.has|hasAnnotations
 		}
 	}
 }
@@ -171,9 +191,10 @@ func (a *arena) stringInput(str uint32) uint32 {
 
 // normChatAssistant applies the Chat assistant rules (see the package
 // documentation).
-func (a *arena) normChatAssistant(obj uint32) {
-	a.normContent(obj, "text", false)
-	if m, ok := a.member(obj, "tool_calls"); ok {
+func (a *arena) normChatAssistant(obj uint32, f *fields) {
+	a.normContent(obj, f.content, f.has&hasContent != 0, "text", false)
+	if f.has&hasToolCalls != 0 {
+		m := f.toolCalls
 		n := a.nodes[m]
 		switch {
 		case n.kind == kNull, n.kind == kArray && n.count == 0:
@@ -189,13 +210,16 @@ func (a *arena) normChatAssistant(obj uint32) {
 			}
 		}
 	}
-	for _, key := range [...]string{"refusal", "function_call", "audio"} {
-		if m, ok := a.member(obj, key); ok && a.nodes[m].kind == kNull {
-			a.remove(m)
+	for _, m := range [...]struct {
+		has  uint16
+		node uint32
+	}{{hasRefusal, f.refusal}, {hasFunctionCall, f.functionCall}, {hasAudio, f.audio}} {
+		if f.has&m.has != 0 && a.nodes[m.node].kind == kNull {
+			a.remove(m.node)
 		}
 	}
-	if m, ok := a.member(obj, "annotations"); ok && a.emptyArray(m) {
-		a.remove(m)
+	if f.has&hasAnnotations != 0 && a.emptyArray(f.annotations) {
+		a.remove(f.annotations)
 	}
 }
 
@@ -214,15 +238,9 @@ func (a *arena) removeNamed(obj uint32, keys ...string) {
 // normContent makes content a string when it is one of the equivalent
 // text forms: absent, null, "", [] and an array of exact text parts all
 // become the text (parts concatenated in order). Any other content (parts
-// with extra fields, refusals, images) stays exactly as sent.
-func (a *arena) normContent(obj uint32, partType string, outputPart bool) {
-	m, ok := a.member(obj, "content")
-	a.normContentAt(obj, m, ok, partType, outputPart)
-}
-
-// normContentAt is normContent with the content member m of obj already
-// looked up (ok false when there is none).
-func (a *arena) normContentAt(obj, m uint32, ok bool, partType string, outputPart bool) {
+// with extra fields, refusals, images) stays exactly as sent. m is the
+// content member of obj (ok false when there is none).
+func (a *arena) normContent(obj, m uint32, ok bool, partType string, outputPart bool) {
 	if !ok {
 		a.insert(obj, "content", a.stringNode(""))
 		return
