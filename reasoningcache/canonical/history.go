@@ -219,6 +219,9 @@ func HistoryDigests(secret []byte, scope Scope, envelopes []json.RawMessage, lim
 		open = -1
 	}
 	for i, env := range envelopes {
+		if i+1 < len(envelopes) {
+			prefetch(envelopes[i+1])
+		}
 		root, k, r := c.envelope(scope.Shape, env)
 		if r != "" {
 			return refuse(r, i)
