@@ -97,3 +97,23 @@ func TestInsertKeepsOrder(t *testing.T) {
 		}
 	}
 }
+
+// wordStops, the short-string test, agrees with wordClasses.
+func TestWordStops(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	interesting := []byte{0, 0x1f, 0x20, '"', '\\', 'b', 'n', 'a', 0x7f, 0x80, 0xc3, 0xff}
+	for range 100000 {
+		var x uint64
+		for j := range 8 {
+			c := byte(rng.Uint32())
+			if rng.IntN(2) == 0 {
+				c = interesting[rng.IntN(len(interesting))]
+			}
+			x |= uint64(c) << (8 * j)
+		}
+		c := wordClasses(x)
+		if q, s := wordStops(x); q != c.quote || s != c.quote|c.backslash|c.other {
+			t.Fatalf("wordStops(%#x) = %#x, %#x; wordClasses %+v", x, q, s, c)
+		}
+	}
+}

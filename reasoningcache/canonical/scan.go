@@ -54,6 +54,16 @@ func wordClasses(x uint64) masks {
 	}
 }
 
+// wordStops returns, as the high bit of each byte of x, the quotes and
+// every byte that ends a plain run: a quote, a backslash, a control or a
+// non-ASCII byte (wordClasses without the escape letters).
+func wordStops(x uint64) (quote, stop uint64) {
+	quote = ^notEqual(x, '"') & highs
+	backslash := ^notEqual(x, '\\') & highs
+	printable := x&lows + 0x60*ones
+	return quote, quote | backslash | (^printable|x)&highs
+}
+
 // movemask packs the high bits of the eight bytes of m (and nothing else
 // set) into the low eight bits, byte 0 first.
 func movemask(m uint64) uint64 { return (m * 0x0002040810204081) >> 56 }
@@ -105,12 +115,11 @@ func (p *parser) str(isKey bool) (s span, size int64, ok bool) {
 	// Short strings (keys, type names, call ids) end in their first few
 	// words: a quote before any backslash, control or non-ASCII byte.
 	for w := start; w+8 <= len(src) && w < start+shortWords*8; w += 8 {
-		c := wordClasses(binary.LittleEndian.Uint64(src[w:]))
-		m := c.quote | c.backslash | c.other
+		quote, m := wordStops(binary.LittleEndian.Uint64(src[w:]))
 		if m == 0 {
 			continue
 		}
-		if m&-m == c.quote&-c.quote {
+		if m&-m == quote&-quote {
 			j := w + bits.TrailingZeros64(m)>>3
 			p.pos = j + 1
 			return span{off: uint32(start), n: uint32(j - start)}, int64(j-start) + 2, true
