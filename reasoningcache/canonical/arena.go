@@ -46,6 +46,10 @@ type arena struct {
 	stack   []uint32
 	scratch []byte
 	charged int64 // scratch bytes charged to the current value
+	// unsorted lists, in node order, the objects whose keys may be out of
+	// order: parsed objects whose keys did not arrive strictly increasing
+	// and every synthesized object. sortAll looks at no other.
+	unsorted []uint32
 	// verbatim reports that the canonical form of the parsed value is
 	// exactly src: no whitespace, keys already in order, every string and
 	// number already canonical, and no normalization edit. Every edit
@@ -59,6 +63,7 @@ func (a *arena) reset(src []byte) {
 	a.nodes = a.nodes[:0]
 	a.kids = a.kids[:0]
 	a.stack = a.stack[:0]
+	a.unsorted = a.unsorted[:0]
 	a.scratch = a.scratch[:0]
 	a.charged = 0
 }
@@ -109,7 +114,11 @@ func (a *arena) container(k kind, kids []uint32) uint32 {
 	a.verbatim = false
 	first := len(a.kids)
 	a.kids = append(a.kids, kids...)
-	return a.add(node{kind: k, first: uint32(first), count: uint32(len(kids))})
+	i := a.add(node{kind: k, first: uint32(first), count: uint32(len(kids))})
+	if k == kObject {
+		a.unsorted = append(a.unsorted, i)
+	}
+	return i
 }
 
 // member looks up the live member named key in object i.
@@ -145,13 +154,6 @@ func (a *arena) stringValue(i uint32) []byte {
 	return a.bytesOf(n.val)
 }
 
-// memberString reports whether object i has a member key whose value is
-// the string s.
-func (a *arena) memberString(i uint32, key, s string) bool {
-	m, ok := a.member(i, key)
-	return ok && a.isString(m, s)
-}
-
 // remove drops member m (of any object) from the canonical form.
 func (a *arena) remove(m uint32) {
 	a.verbatim = false
@@ -176,10 +178,19 @@ func (a *arena) replace(obj, m, v uint32) {
 func (a *arena) insert(obj uint32, key string, v uint32) {
 	a.nodes[v].key = a.literal(key)
 	old := a.children(obj)
+	// The members are in order (sortAll ran): v goes before the first
+	// key above its own.
+	at := len(old)
+	for j, k := range old {
+		if compareKeys(a.keyBytes(k), []byte(key)) > 0 {
+			at = j
+			break
+		}
+	}
 	first := len(a.kids)
-	a.kids = append(a.kids, old...)
+	a.kids = append(a.kids, old[:at]...)
 	a.kids = append(a.kids, v)
+	a.kids = append(a.kids, a.children(obj)[at:]...)
 	n := &a.nodes[obj]
 	n.first, n.count = uint32(first), n.count+1
-	a.sortObject(obj)
 }

@@ -2,6 +2,7 @@ package canonical
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,7 +83,8 @@ type canon struct {
 	lim      Limits
 	nodes    int // MaxNodes remaining
 	scopeSrc []byte
-	blocks   []Turn // blocks found so far, copied out at the end
+	blocks   []Turn  // blocks found so far, copied out at the end
+	size     [8]byte // a frame length (here, not on the stack, which a hash would make escape)
 }
 
 // retainLimit keeps pathological buffers out of the pool.
@@ -102,7 +104,7 @@ func putCanon(c *canon) {
 	}
 	c.a.reset(nil)
 	c.blocks = c.blocks[:0]
-	c.s.out = nil
+	c.s.buf = nil
 	c.s.hs = [3]hash.Hash{}
 	canonPool.Put(c)
 }
@@ -137,13 +139,18 @@ func (c *canon) envelope(shape Shape, env []byte) (root uint32, k Kind, r Reason
 
 // frame writes u64be(size) ‖ canonical(root) to the given hashes.
 func (c *canon) frame(root uint32, hs ...hash.Hash) {
+	if c.a.verbatim {
+		// The canonical text is the envelope as it is.
+		binary.BigEndian.PutUint64(c.size[:], uint64(len(c.a.src)))
+		for _, h := range hs {
+			h.Write(c.size[:])
+			h.Write(c.a.src)
+		}
+		return
+	}
 	c.s.toHashes(hs...)
 	c.s.writeLen(c.a.nodes[root].size)
-	if c.a.verbatim {
-		c.s.writeThrough(c.a.src)
-	} else {
-		c.a.emit(&c.s, root)
-	}
+	c.a.emit(&c.s, root)
 	c.s.flush()
 }
 
@@ -212,6 +219,9 @@ func HistoryDigests(secret []byte, scope Scope, envelopes []json.RawMessage, lim
 		open = -1
 	}
 	for i, env := range envelopes {
+		if i+1 < len(envelopes) {
+			prefetch(envelopes[i+1])
+		}
 		root, k, r := c.envelope(scope.Shape, env)
 		if r != "" {
 			return refuse(r, i)
@@ -425,10 +435,9 @@ func CanonicalScope(secret []byte, scope Scope, lim Limits) ([]byte, error) {
 
 // bytes renders value root into a new slice of exactly its canonical size.
 func (c *canon) bytes(root uint32) []byte {
-	c.s.mode = true
-	c.s.out = make([]byte, 0, c.a.nodes[root].size)
+	c.s.toBytes(c.a.nodes[root].size)
 	c.a.emit(&c.s, root)
-	out := c.s.out
-	c.s.out, c.s.mode = nil, false
+	out := c.s.buf
+	c.s.buf, c.s.keep = nil, false
 	return out
 }

@@ -51,17 +51,19 @@ func (a *arena) sortObject(i uint32) {
 	})
 }
 
-// sortAll orders every object parsed so far and refuses duplicate keys
-// (RFC 8785 requires I-JSON input). An object whose keys arrive strictly
-// increasing (so without duplicates) is left as it is.
+// sortAll orders every object parsed or synthesized so far and refuses
+// duplicate keys (RFC 8785 requires I-JSON input). An object whose keys
+// arrive strictly increasing (so without duplicates) is left as it is: the
+// parser checks that as it reads the keys, so only the objects listed in
+// unsorted are looked at.
 func (a *arena) sortAll() Reason {
-	for i := range a.nodes {
-		if a.nodes[i].kind != kObject || a.ordered(uint32(i)) {
+	for _, i := range a.unsorted {
+		if a.ordered(i) {
 			continue
 		}
 		a.verbatim = false
-		a.sortObject(uint32(i))
-		kids := a.children(uint32(i))
+		a.sortObject(i)
+		kids := a.children(i)
 		for j := 1; j < len(kids); j++ {
 			if string(a.keyBytes(kids[j-1])) == string(a.keyBytes(kids[j])) {
 				return ReasonDuplicate
@@ -133,27 +135,35 @@ func (a *arena) keySize(k uint32) int64 {
 // chunkSize bounds the sink's buffer; larger verbatim runs bypass it.
 const chunkSize = 8 << 10
 
-// sink receives canonical bytes: either into up to two hashes through a
-// bounded buffer, or appended to out.
+// sink receives canonical bytes: either into up to three hashes through a
+// bounded buffer, or (keep) into buf as the whole output. Its write
+// methods only append while buf has room, so they inline; full handles
+// the rest.
 type sink struct {
-	buf  []byte
-	hs   [3]hash.Hash
-	nh   int
-	out  []byte
-	mode bool // true: append to out
+	buf   []byte
+	hs    [3]hash.Hash
+	nh    int
+	keep  bool   // true: buf is the output, never flushed
+	chunk []byte // the hashing buffer, kept across uses
 }
 
 func (s *sink) toHashes(hs ...hash.Hash) {
-	s.mode = false
+	s.keep = false
 	s.nh = copy(s.hs[:], hs)
-	if s.buf == nil {
-		s.buf = make([]byte, 0, chunkSize)
+	if s.chunk == nil {
+		s.chunk = make([]byte, 0, chunkSize)
 	}
-	s.buf = s.buf[:0]
+	s.buf = s.chunk[:0]
+}
+
+// toBytes makes the sink collect its output in a new slice of capacity n.
+func (s *sink) toBytes(n int64) {
+	s.keep = true
+	s.buf = make([]byte, 0, n)
 }
 
 func (s *sink) flush() {
-	if len(s.buf) == 0 {
+	if len(s.buf) == 0 || s.keep {
 		return
 	}
 	for _, h := range s.hs[:s.nh] {
@@ -162,67 +172,56 @@ func (s *sink) flush() {
 	s.buf = s.buf[:0]
 }
 
-func (s *sink) write(b []byte) {
-	if s.mode {
-		s.out = append(s.out, b...)
-		return
-	}
-	if len(s.buf)+len(b) > cap(s.buf) {
-		s.flush()
-		if len(b) > cap(s.buf)/2 {
-			for _, h := range s.hs[:s.nh] {
-				h.Write(b)
-			}
-			return
-		}
-	}
-	s.buf = append(s.buf, b...)
-}
-
-// writeThrough writes b like write, but hands it to the hashes directly
-// instead of copying it into the buffer first (a verbatim envelope is
-// hashed as it is).
-func (s *sink) writeThrough(b []byte) {
-	if s.mode {
-		s.out = append(s.out, b...)
+// full makes room for n more bytes: a flush when hashing, growth when
+// collecting.
+func (s *sink) full(n int) {
+	if s.keep {
+		s.buf = slices.Grow(s.buf, n)
 		return
 	}
 	s.flush()
-	for _, h := range s.hs[:s.nh] {
-		h.Write(b)
+}
+
+func (s *sink) write(b []byte) {
+	if len(b) <= cap(s.buf)-len(s.buf) {
+		s.buf = append(s.buf, b...)
+		return
 	}
+	s.writeLong(b)
+}
+
+// writeLong writes b, which does not fit in the room left: a run larger
+// than half the buffer goes to the hashes directly.
+func (s *sink) writeLong(b []byte) {
+	if !s.keep && len(b) > chunkSize/2 {
+		s.flush()
+		for _, h := range s.hs[:s.nh] {
+			h.Write(b)
+		}
+		return
+	}
+	s.full(len(b))
+	s.buf = append(s.buf, b...)
 }
 
 func (s *sink) writeString(str string) {
-	if s.mode {
-		s.out = append(s.out, str...)
-		return
-	}
-	if len(s.buf)+len(str) > cap(s.buf) {
-		s.flush()
+	if len(str) > cap(s.buf)-len(s.buf) {
+		s.full(len(str))
 	}
 	s.buf = append(s.buf, str...)
 }
 
 func (s *sink) writeByte(c byte) {
-	if s.mode {
-		s.out = append(s.out, c)
-		return
-	}
 	if len(s.buf) == cap(s.buf) {
-		s.flush()
+		s.full(1)
 	}
 	s.buf = append(s.buf, c)
 }
 
 // writeLen writes the 8-byte big-endian frame length.
 func (s *sink) writeLen(n int64) {
-	if s.mode {
-		s.out = binary.BigEndian.AppendUint64(s.out, uint64(n))
-		return
-	}
-	if len(s.buf)+8 > cap(s.buf) {
-		s.flush()
+	if cap(s.buf)-len(s.buf) < 8 {
+		s.full(8)
 	}
 	s.buf = binary.BigEndian.AppendUint64(s.buf, uint64(n))
 }

@@ -73,8 +73,10 @@ func (a *arena) normalize(shape Shape, root uint32) (uint32, Kind, Reason) {
 		if a.nodes[root].kind != kObject {
 			return 0, 0, ReasonNotMessage
 		}
-		if a.memberString(root, "role", "assistant") {
-			a.normChatAssistant(root)
+		var f fields
+		a.find(root, &f)
+		if f.has&hasRole != 0 && a.isString(f.role, "assistant") {
+			a.normChatAssistant(root, &f)
 			return root, KindAssistant, ""
 		}
 		return root, KindOther, ""
@@ -86,27 +88,93 @@ func (a *arena) normalize(shape Shape, root uint32) (uint32, Kind, Reason) {
 		default:
 			return 0, 0, ReasonNotMessage
 		}
-		typ, hasType := a.member(root, "type")
-		role, hasRole := a.member(root, "role")
+		var f fields
+		a.find(root, &f)
 		typeName := []byte("message")
 		switch {
-		case hasType:
-			typeName = a.stringValue(typ)
-		case hasRole:
+		case f.has&hasType != 0:
+			typeName = a.stringValue(f.typ)
+		case f.has&hasRole != 0:
 			a.insert(root, "type", a.stringNode("message"))
 		}
 		switch string(typeName) {
 		case "message":
-			if hasRole && a.isString(role, "assistant") {
-				a.removeNamed(root, "id", "status")
-				a.normContent(root, "output_text", true)
+			if f.has&hasRole != 0 && a.isString(f.role, "assistant") {
+				a.removeIDStatus(&f)
+				a.normContent(root, f.content, f.has&hasContent != 0, "output_text", true)
 				return root, KindAssistant, ""
 			}
 		case "function_call", "custom_tool_call":
-			a.removeNamed(root, "id", "status")
+			a.removeIDStatus(&f)
 			return root, KindToolCall, ""
 		}
 		return root, KindOther, ""
+	}
+}
+
+// fields are the members of an envelope that normalization looks at,
+// found in one pass over its members (find).
+type fields struct {
+	has                            uint16 // hasType, hasRole, ...
+	typ, role, id, status, content uint32
+	toolCalls, refusal             uint32
+	functionCall, audio            uint32
+	annotations                    uint32
+}
+
+const (
+	hasType = 1 << iota
+	hasRole
+	hasID
+	hasStatus
+	hasContent
+	hasToolCalls
+	hasRefusal
+	hasFunctionCall
+	hasAudio
+	hasAnnotations
+)
+
+// find records the live members of object obj that normalization reads.
+// Keys are unique (sortAll refused duplicates), so each is found at most
+// once.
+func (a *arena) find(obj uint32, f *fields) {
+	for _, k := range a.children(obj) {
+		if a.nodes[k].gone {
+			continue
+		}
+		switch string(a.keyBytes(k)) {
+		case "type":
+			f.typ, f.has = k, f.has|hasType
+		case "role":
+			f.role, f.has = k, f.has|hasRole
+		case "id":
+			f.id, f.has = k, f.has|hasID
+		case "status":
+			f.status, f.has = k, f.has|hasStatus
+		case "content":
+			f.content, f.has = k, f.has|hasContent
+		case "tool_calls":
+			f.toolCalls, f.has = k, f.has|hasToolCalls
+		case "refusal":
+			f.refusal, f.has = k, f.has|hasRefusal
+		case "function_call":
+			f.functionCall, f.has = k, f.has|hasFunctionCall
+		case "audio":
+			f.audio, f.has = k, f.has|hasAudio
+		case "annotations":
+			f.annotations, f.has = k, f.has|hasAnnotations
+		}
+	}
+}
+
+// removeIDStatus drops the "id" and "status" members that find saw.
+func (a *arena) removeIDStatus(f *fields) {
+	if f.has&hasID != 0 {
+		a.remove(f.id)
+	}
+	if f.has&hasStatus != 0 {
+		a.remove(f.status)
 	}
 }
 
@@ -123,9 +191,10 @@ func (a *arena) stringInput(str uint32) uint32 {
 
 // normChatAssistant applies the Chat assistant rules (see the package
 // documentation).
-func (a *arena) normChatAssistant(obj uint32) {
-	a.normContent(obj, "text", false)
-	if m, ok := a.member(obj, "tool_calls"); ok {
+func (a *arena) normChatAssistant(obj uint32, f *fields) {
+	a.normContent(obj, f.content, f.has&hasContent != 0, "text", false)
+	if f.has&hasToolCalls != 0 {
+		m := f.toolCalls
 		n := a.nodes[m]
 		switch {
 		case n.kind == kNull, n.kind == kArray && n.count == 0:
@@ -141,13 +210,16 @@ func (a *arena) normChatAssistant(obj uint32) {
 			}
 		}
 	}
-	for _, key := range [...]string{"refusal", "function_call", "audio"} {
-		if m, ok := a.member(obj, key); ok && a.nodes[m].kind == kNull {
-			a.remove(m)
+	for _, m := range [...]struct {
+		has  uint16
+		node uint32
+	}{{hasRefusal, f.refusal}, {hasFunctionCall, f.functionCall}, {hasAudio, f.audio}} {
+		if f.has&m.has != 0 && a.nodes[m.node].kind == kNull {
+			a.remove(m.node)
 		}
 	}
-	if m, ok := a.member(obj, "annotations"); ok && a.emptyArray(m) {
-		a.remove(m)
+	if f.has&hasAnnotations != 0 && a.emptyArray(f.annotations) {
+		a.remove(f.annotations)
 	}
 }
 
@@ -166,9 +238,9 @@ func (a *arena) removeNamed(obj uint32, keys ...string) {
 // normContent makes content a string when it is one of the equivalent
 // text forms: absent, null, "", [] and an array of exact text parts all
 // become the text (parts concatenated in order). Any other content (parts
-// with extra fields, refusals, images) stays exactly as sent.
-func (a *arena) normContent(obj uint32, partType string, outputPart bool) {
-	m, ok := a.member(obj, "content")
+// with extra fields, refusals, images) stays exactly as sent. m is the
+// content member of obj (ok false when there is none).
+func (a *arena) normContent(obj, m uint32, ok bool, partType string, outputPart bool) {
 	if !ok {
 		a.insert(obj, "content", a.stringNode(""))
 		return

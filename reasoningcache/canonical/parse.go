@@ -48,6 +48,9 @@ func (p *parser) newNode(n node) (uint32, bool) {
 
 func (p *parser) ws() {
 	src := p.a.src
+	if p.pos < p.end && src[p.pos] > ' ' {
+		return // compact input: the common case
+	}
 	for p.pos < p.end {
 		switch src[p.pos] {
 		case ' ', '\t', '\n', '\r':
@@ -206,6 +209,8 @@ func (p *parser) object(depth int) (uint32, bool) {
 		p.pos++
 		return p.close(kObject, mark)
 	}
+	var prev span // the previous key
+	ordered := true
 	for {
 		if p.pos >= p.end || a.src[p.pos] != '"' {
 			return 0, p.fail(ReasonSyntax)
@@ -215,6 +220,10 @@ func (p *parser) object(depth int) (uint32, bool) {
 		if !ok {
 			return 0, false
 		}
+		if ordered && len(a.stack) > mark && compareKeys(a.bytesOf(prev), a.bytesOf(key)) >= 0 {
+			ordered = false
+		}
+		prev = key
 		p.ws()
 		if p.pos >= p.end || a.src[p.pos] != ':' {
 			return 0, p.fail(ReasonSyntax)
@@ -230,7 +239,11 @@ func (p *parser) object(depth int) (uint32, bool) {
 		if done, ok := p.next('}'); !ok {
 			return 0, false
 		} else if done {
-			return p.close(kObject, mark)
+			obj, ok := p.close(kObject, mark)
+			if ok && !ordered {
+				a.unsorted = append(a.unsorted, obj)
+			}
+			return obj, ok
 		}
 	}
 }

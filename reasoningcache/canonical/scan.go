@@ -23,6 +23,10 @@ const (
 	odds  = 0xaaaaaaaaaaaaaaaa // bits 1, 3, 5, ...
 )
 
+// shortWords is how many 8-byte words a string is read by word before the
+// block scanner takes over.
+const shortWords = 4
+
 // masks are the classes of the 64 bytes of one block, bit j for byte j.
 type masks struct {
 	quote, backslash uint64
@@ -48,6 +52,16 @@ func wordClasses(x uint64) masks {
 		letter:    ^letter & highs,
 		other:     (^printable | x) & highs,
 	}
+}
+
+// wordStops returns, as the high bit of each byte of x, the quotes and
+// every byte that ends a plain run: a quote, a backslash, a control or a
+// non-ASCII byte (wordClasses without the escape letters).
+func wordStops(x uint64) (quote, stop uint64) {
+	quote = ^notEqual(x, '"') & highs
+	backslash := ^notEqual(x, '\\') & highs
+	printable := x&lows + 0x60*ones
+	return quote, quote | backslash | (^printable|x)&highs
 }
 
 // movemask packs the high bits of the eight bytes of m (and nothing else
@@ -98,14 +112,19 @@ func escapes(backslash uint64, carry *uint64) (escaped, starts uint64) {
 func (p *parser) str(isKey bool) (s span, size int64, ok bool) {
 	src := p.a.src[:p.end]
 	start := p.pos
-	// Short strings (most keys and type names) end in their first word.
-	if start+8 <= len(src) {
-		c := wordClasses(binary.LittleEndian.Uint64(src[start:]))
-		if m := c.quote | c.backslash | c.other; m != 0 && m&-m == c.quote&-c.quote {
-			j := start + bits.TrailingZeros64(m)>>3
+	// Short strings (keys, type names, call ids) end in their first few
+	// words: a quote before any backslash, control or non-ASCII byte.
+	for w := start; w+8 <= len(src) && w < start+shortWords*8; w += 8 {
+		quote, m := wordStops(binary.LittleEndian.Uint64(src[w:]))
+		if m == 0 {
+			continue
+		}
+		if m&-m == quote&-quote {
+			j := w + bits.TrailingZeros64(m)>>3
 			p.pos = j + 1
 			return span{off: uint32(start), n: uint32(j - start)}, int64(j-start) + 2, true
 		}
+		break
 	}
 	canonical, escaped, badUTF8 := true, false, false
 	var carry, consumed uint64 // escape and UTF-8 carries into the next block

@@ -29,3 +29,9 @@ func blockMasksSSE2(p *[64]byte) (quote, backslash, letter, other uint64)
 //
 //go:noescape
 func blockMasksAVX2(p *[64]byte) (quote, backslash, letter, other uint64)
+
+// prefetchLines asks the processor to load the cache lines of p[:n]
+// without waiting for them.
+//
+//go:noescape
+func prefetchLines(p *byte, n int)

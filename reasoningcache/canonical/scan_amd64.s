@@ -132,3 +132,17 @@ TEXT ·blockMasksAVX2(SB), NOSPLIT, $0-40
 	MOVQ R10, letter+24(FP)
 	MOVQ R11, other+32(FP)
 	RET
+
+// func prefetchLines(p *byte, n int)
+TEXT ·prefetchLines(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), AX
+	MOVQ n+8(FP), CX
+prefetchloop:
+	CMPQ CX, $0
+	JLE prefetchdone
+	PREFETCHT0 (AX)
+	ADDQ $64, AX
+	SUBQ $64, CX
+	JMP prefetchloop
+prefetchdone:
+	RET
