@@ -67,8 +67,12 @@ func (h *Handler) authenticate(r *http.Request) (string, bool) {
 	return token, ok == 1
 }
 
-// readBody reads the client's body under the size cap and the upload idle
-// deadline. On failure it has already answered the client.
+// readBody reads the client's body under the size cap, the body budget
+// and the upload idle deadline, in its turn: it refuses what it can before
+// reading anything (413 by Content-Length, 415, a budget the declared
+// length does not fit), then waits for a preparation slot (prepgate.go)
+// and reads the body holding it. On failure it has already answered the
+// client.
 func (rq *request) readBody() ([]byte, bool) {
 	h := rq.h
 	if rq.r.ContentLength > h.MaxRequestBytes {
@@ -81,15 +85,20 @@ func (rq *request) readBody() ([]byte, bool) {
 		return nil, false
 	}
 	rc := http.NewResponseController(rq.w)
+	src, fits := rq.budgetedBody(rq.r.Body)
+	err := errBudget
+	if fits {
+		// the wait for a slot reads nothing: the upload idle deadline
+		// starts after it
+		err = rq.startPreparation()
+	}
 	wd := transport.NewWatchdog(time.Duration(h.IdleTimeout), func() {
 		// a read deadline in the past makes the blocked read return
 		_ = rc.SetReadDeadline(time.Now())
 	})
-	src, fits := rq.budgetedBody(rq.r.Body)
 	var body []byte
-	err := errBudget
-	if fits {
-		body, err = transport.ReadAll(transport.ProgressReader{R: src, WD: wd}, h.MaxRequestBytes, rq.r.ContentLength)
+	if fits && err == nil {
+		body, err = rq.readInTurn(src, wd)
 	}
 	if errors.Is(err, errBudget) {
 		if err = discardBody(transport.ProgressReader{R: rq.r.Body, WD: wd}, h.MaxRequestBytes); err == nil {
@@ -117,6 +126,41 @@ func (rq *request) readBody() ([]byte, bool) {
 	}
 	return nil, false
 }
+
+// startPreparation waits for a preparation slot (prepgate.go); the slot
+// is the request's until rq.endPreparation.
+func (rq *request) startPreparation() error {
+	g := rq.h.prep
+	if g == nil {
+		return nil
+	}
+	t, err := g.enter(rq.r.Context())
+	if err != nil {
+		return err
+	}
+	rq.prep = t
+	return nil
+}
+
+// readInTurn reads the body from src holding the request's preparation
+// slot, giving the slot back while an upload takes longer than its turn
+// and taking one again once the body is in.
+func (rq *request) readInTurn(src io.Reader, wd *transport.Watchdog) ([]byte, error) {
+	rq.prep.uploading()
+	body, err := transport.ReadAll(transport.ProgressReader{R: src, WD: wd}, rq.h.MaxRequestBytes, rq.r.ContentLength)
+	if err != nil {
+		return nil, err
+	}
+	if err := rq.prep.uploaded(rq.r.Context()); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// endPreparation gives the request's preparation slot back: its body
+// has been translated and its cache session prepared (or it failed). It
+// is safe to call more than once; request.close calls it too.
+func (rq *request) endPreparation() { rq.prep.leave() }
 
 // DefaultMaxRequestBytesInFlight is the default budget of client body
 // bytes held at once (at least max_request_bytes).

@@ -53,6 +53,9 @@ func (rq *request) serveChat() {
 	if !ok {
 		return
 	}
+	// the next request may read its body: this one holds only what it
+	// sends upstream from here on
+	rq.endPreparation()
 	if !cs.handled() {
 		treq.KeepCallerStorage() // storage is overridden only for cached requests
 	}

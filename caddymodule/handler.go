@@ -151,6 +151,7 @@ type Handler struct {
 	translator translate.Config
 	models     []string
 	budget     *bodyBudget
+	prep       *prepGate // preparation slots (prepgate.go)
 	logger     *zap.Logger
 	cache      *CacheApp
 
@@ -228,6 +229,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.MaxRequestBytesInFlight = max(DefaultMaxRequestBytesInFlight, h.MaxRequestBytes)
 	}
 	h.budget = &bodyBudget{limit: h.MaxRequestBytesInFlight}
+	h.prep = newPrepGate(prepSlots, prepUploadTurn)
 	if h.MaxResponseBytes == 0 {
 		h.MaxResponseBytes = DefaultMaxResponseBytes
 	}

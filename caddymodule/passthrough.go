@@ -43,6 +43,7 @@ func (rq *request) serveResponses() {
 	if !rq.fenceCache(ctx, probe.Model) {
 		return
 	}
+	rq.endPreparation()
 	idle := transport.NewWatchdog(time.Duration(h.IdleTimeout), func() { cancel(errUpstreamIdle) })
 	defer idle.Stop()
 	resp, ok := rq.postUpstream(ctx, net.Buffers{body}, int64(len(body)), probe.Stream, idle)
