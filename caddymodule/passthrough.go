@@ -50,6 +50,7 @@ func (rq *request) serveResponses() {
 	if !ok {
 		return
 	}
+	rq.releaseBody() // the upstream has answered: the body is not needed any more
 	defer resp.Body.Close()
 	if !isSuccess(resp) {
 		if e, ok := rq.upstreamError(ctx, resp, idle); ok {
