@@ -47,7 +47,7 @@ type bodyBudget struct {
 	mu    sync.Mutex
 	limit int64
 	used  int64
-	wait  time.Duration // budgetWait (tests shorten or lengthen it)
+	wait  time.Duration // how long a known length waits; 0: budgetWait
 	freed chan struct{} // closed by the next release; nil when nobody waits
 }
 
@@ -82,7 +82,7 @@ func (b *bodyBudget) reserveWait(ctx context.Context, n int64) bool {
 		freed := b.freed
 		b.mu.Unlock()
 		if deadline == nil {
-			t := time.NewTimer(b.wait)
+			t := time.NewTimer(b.waitLimit())
 			defer t.Stop()
 			deadline = t.C
 		}
@@ -94,6 +94,14 @@ func (b *bodyBudget) reserveWait(ctx context.Context, n int64) bool {
 			return false
 		}
 	}
+}
+
+// waitLimit is how long a body of known length waits for room.
+func (b *bodyBudget) waitLimit() time.Duration {
+	if b.wait > 0 {
+		return b.wait
+	}
+	return budgetWait
 }
 
 // release gives n bytes back and wakes the bodies waiting for them.

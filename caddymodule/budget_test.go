@@ -195,3 +195,13 @@ func TestBodyBudgetWaitsForKnownLength(t *testing.T) {
 		t.Fatalf("A again: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestProvisionedBudgetWaits: the budget a handler is provisioned with
+// lets a body of known length wait budgetWait for room (a zero wait would
+// refuse it at once, as before).
+func TestProvisionedBudgetWaits(t *testing.T) {
+	h, _ := startRelay(t, false)
+	if got := h.budget.waitLimit(); got != budgetWait {
+		t.Fatalf("a provisioned handler's body waits %v for room, want %v", got, budgetWait)
+	}
+}
