@@ -14,9 +14,10 @@ import (
 )
 
 // Admission of a model request (chat or responses), in the order admit
-// runs it: authenticate the relay token, pin the reasoning cache, read the
-// body under max_request_bytes, the upload idle deadline and the
-// handler's body budget (max_request_bytes_in_flight). A refusal before
+// runs it: authenticate the relay token, pin the reasoning cache, count
+// the body against the handler's body budget (max_request_bytes_in_flight,
+// budget.go), take a preparation slot (prepgate.go), then read the body
+// under max_request_bytes and the upload idle deadline. A refusal before
 // the body has been read closes the connection or drains the body
 // (closeIfBodyUnread), so that the client sees the answer.
 
