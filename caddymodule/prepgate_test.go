@@ -94,6 +94,7 @@ func TestWaitingRequestHoldsNoBody(t *testing.T) {
 	for i := range slots {
 		body := gateChat(fmt.Sprintf("stalled-%d", i))
 		b := newGateBody(body, true)
+		t.Cleanup(b.release) // a failed test does not leave it hanging
 		stalled = append(stalled, b)
 		done = append(done, serveAsync(h, b, len(body)))
 		waitFor(t, "the stalled upload to start", b.started.Load)
@@ -148,6 +149,7 @@ func TestSlowUploadGivesBackItsSlot(t *testing.T) {
 
 	slowBody := gateChat("slow")
 	slow := newGateBody(slowBody, true)
+	t.Cleanup(slow.release)
 	slowDone := serveAsync(h, slow, len(slowBody))
 	waitFor(t, "the slow upload to start", slow.started.Load)
 	fastBody := gateChat("fast")
