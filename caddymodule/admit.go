@@ -71,8 +71,8 @@ func (h *Handler) authenticate(r *http.Request) (string, bool) {
 // and the upload idle deadline, in its turn: it refuses what it can before
 // reading anything (413 by Content-Length, 415, a budget the declared
 // length does not fit), then waits for a preparation slot (prepgate.go)
-// and reads the body holding it. On failure it has already answered the
-// client.
+// and reads the body holding it (an HTTP/2 body is read first, then the
+// slot is taken). On failure it has already answered the client.
 func (rq *request) readBody() ([]byte, bool) {
 	h := rq.h
 	if rq.r.ContentLength > h.MaxRequestBytes {
@@ -86,11 +86,19 @@ func (rq *request) readBody() ([]byte, bool) {
 	}
 	rc := http.NewResponseController(rq.w)
 	src, fits := rq.budgetedBody(rq.r.Body)
+	// HTTP/2 streams share their connection's flow-control window: a
+	// stream left unread while it waits would hold up the uploads of the
+	// streams beside it (the server buffers a stream's body up to its
+	// window anyway), so an HTTP/2 body is read before the slot is taken
+	slotFirst := rq.r.ProtoMajor < 2
 	err := errBudget
 	if fits {
-		// the wait for a slot reads nothing: the upload idle deadline
-		// starts after it
-		err = rq.startPreparation()
+		err = nil
+		if slotFirst {
+			// the wait for a slot reads nothing: the upload idle
+			// deadline starts after it
+			err = rq.startPreparation()
+		}
 	}
 	wd := transport.NewWatchdog(time.Duration(h.IdleTimeout), func() {
 		// a read deadline in the past makes the blocked read return
@@ -106,10 +114,18 @@ func (rq *request) readBody() ([]byte, bool) {
 		}
 	}
 	idle := wd.Stop()
-	switch {
-	case err == nil:
+	if err == nil {
 		rq.bodyRead = true
+		if slotFirst {
+			return body, true
+		}
+		if rq.startPreparation() != nil { // only when the request's context ends
+			rq.log("client_gone", 499)
+			return nil, false
+		}
 		return body, true
+	}
+	switch {
 	case errors.Is(err, transport.ErrTooLarge):
 		rq.fail(tooLarge(h.MaxRequestBytes), "request_too_large")
 	case errors.Is(err, errBudget):

@@ -24,7 +24,8 @@ import (
 // socket meanwhile. A slow upload does not keep its slot: past
 // prepUploadTurn the slot is given back and the request takes one again
 // once its body has arrived (it then waits holding its body, as every
-// request did before; the bytes budget bounds those).
+// request did before; the bytes budget bounds those). An HTTP/2 request
+// reads its body before it takes a slot (readBody says why).
 
 // prepSlots is how many requests of one handler are prepared at once.
 // Preparation is mostly CPU (the body scan, the translation, the

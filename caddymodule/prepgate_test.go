@@ -197,3 +197,59 @@ func TestPrepTicketTurnRace(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTP2ReadsBeforeItsSlot: an HTTP/2 request reads its body before it
+// waits for a preparation slot (its stream shares the connection's
+// flow-control window with the streams beside it, which an unread body
+// would hold up), and is served once a slot is free.
+func TestHTTP2ReadsBeforeItsSlot(t *testing.T) {
+	h, _ := startRelay(t, true)
+	h.prep = newPrepGate(1, time.Hour)
+
+	stalledBody := gateChat("stalled")
+	stalled := newGateBody(stalledBody, true)
+	t.Cleanup(stalled.release)
+	stalledDone := serveAsync(h, stalled, len(stalledBody))
+	waitFor(t, "the stalled upload to start", stalled.started.Load)
+
+	body := gateChat("h2")
+	b := &eofBody{r: strings.NewReader(body)}
+	req := chatRequest(b)
+	req.ContentLength = int64(len(body))
+	req.Proto, req.ProtoMajor, req.ProtoMinor = "HTTP/2.0", 2, 0
+	done := make(chan *httptest.ResponseRecorder, 1)
+	go func() {
+		rec := httptest.NewRecorder()
+		_ = h.ServeHTTP(rec, req, nil)
+		done <- rec
+	}()
+	waitFor(t, "the HTTP/2 request to wait for a slot", func() bool { return h.prep.waiting.Load() == 1 })
+	if !b.eof.Load() {
+		t.Fatal("the HTTP/2 request waits for a slot with its body unread")
+	}
+	stalled.release()
+	for _, ch := range []<-chan *httptest.ResponseRecorder{stalledDone, done} {
+		select {
+		case rec := <-ch:
+			if rec.Code != http.StatusOK {
+				t.Fatalf("%d %s", rec.Code, rec.Body)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("a request did not finish")
+		}
+	}
+}
+
+// eofBody records that it was read to its end.
+type eofBody struct {
+	r   io.Reader
+	eof atomic.Bool
+}
+
+func (b *eofBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		b.eof.Store(true)
+	}
+	return n, err
+}
