@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
@@ -15,9 +14,10 @@ import (
 )
 
 // Admission of a model request (chat or responses), in the order admit
-// runs it: authenticate the relay token, pin the reasoning cache, read the
-// body under max_request_bytes, the upload idle deadline and the
-// handler's body budget (max_request_bytes_in_flight). A refusal before
+// runs it: authenticate the relay token, pin the reasoning cache, count
+// the body against the handler's body budget (max_request_bytes_in_flight,
+// budget.go), take a preparation slot (prepgate.go), then read the body
+// under max_request_bytes and the upload idle deadline. A refusal before
 // the body has been read closes the connection or drains the body
 // (closeIfBodyUnread), so that the client sees the answer.
 
@@ -67,8 +67,12 @@ func (h *Handler) authenticate(r *http.Request) (string, bool) {
 	return token, ok == 1
 }
 
-// readBody reads the client's body under the size cap and the upload idle
-// deadline. On failure it has already answered the client.
+// readBody reads the client's body under the size cap, the body budget
+// and the upload idle deadline, in its turn: it refuses what it can before
+// reading anything (413 by Content-Length, 415, a budget the declared
+// length does not fit), then waits for a preparation slot (prepgate.go)
+// and reads the body holding it (an HTTP/2 body is read first, then the
+// slot is taken). On failure it has already answered the client.
 func (rq *request) readBody() ([]byte, bool) {
 	h := rq.h
 	if rq.r.ContentLength > h.MaxRequestBytes {
@@ -81,15 +85,28 @@ func (rq *request) readBody() ([]byte, bool) {
 		return nil, false
 	}
 	rc := http.NewResponseController(rq.w)
+	src, fits := rq.budgetedBody(rq.r.Body)
+	// HTTP/2 streams share their connection's flow-control window: a
+	// stream left unread while it waits would hold up the uploads of the
+	// streams beside it (the server buffers a stream's body up to its
+	// window anyway), so an HTTP/2 body is read before the slot is taken
+	slotFirst := rq.r.ProtoMajor < 2
+	err := errBudget
+	if fits {
+		err = nil
+		if slotFirst {
+			// the wait for a slot reads nothing: the upload idle
+			// deadline starts after it
+			err = rq.startPreparation()
+		}
+	}
 	wd := transport.NewWatchdog(time.Duration(h.IdleTimeout), func() {
 		// a read deadline in the past makes the blocked read return
 		_ = rc.SetReadDeadline(time.Now())
 	})
-	src, fits := rq.budgetedBody(rq.r.Body)
 	var body []byte
-	err := errBudget
-	if fits {
-		body, err = transport.ReadAll(transport.ProgressReader{R: src, WD: wd}, h.MaxRequestBytes, rq.r.ContentLength)
+	if fits && err == nil {
+		body, err = rq.readInTurn(src, wd)
 	}
 	if errors.Is(err, errBudget) {
 		if err = discardBody(transport.ProgressReader{R: rq.r.Body, WD: wd}, h.MaxRequestBytes); err == nil {
@@ -97,10 +114,18 @@ func (rq *request) readBody() ([]byte, bool) {
 		}
 	}
 	idle := wd.Stop()
-	switch {
-	case err == nil:
+	if err == nil {
 		rq.bodyRead = true
+		if slotFirst {
+			return body, true
+		}
+		if rq.startPreparation() != nil { // only when the request's context ends
+			rq.log("client_gone", 499)
+			return nil, false
+		}
 		return body, true
+	}
+	switch {
 	case errors.Is(err, transport.ErrTooLarge):
 		rq.fail(tooLarge(h.MaxRequestBytes), "request_too_large")
 	case errors.Is(err, errBudget):
@@ -118,90 +143,40 @@ func (rq *request) readBody() ([]byte, bool) {
 	return nil, false
 }
 
-// DefaultMaxRequestBytesInFlight is the default budget of client body
-// bytes held at once (at least max_request_bytes).
-const DefaultMaxRequestBytesInFlight = 256 << 20
-
-// budgetStep is the most a body of unknown length reads (and reserves)
-// at a time as it arrives.
-const budgetStep = 64 << 10
-
-// errBudget is returned by a budgetReader that could not reserve more.
-var errBudget = errors.New("request body budget exhausted")
-
-// bodyBudget bounds the client body bytes one handler holds at once,
-// across its requests: a body is counted from the moment the relay starts
-// reading it (all of its Content-Length at once, or step by step as a
-// body of unknown length arrives) until its request ends. The relay's
-// memory for large bodies is about twice the bytes counted here.
-type bodyBudget struct {
-	mu    sync.Mutex
-	limit int64
-	used  int64
-}
-
-// reserve counts n more bytes and reports whether they fit.
-func (b *bodyBudget) reserve(n int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.used+n > b.limit {
-		return false
+// startPreparation waits for a preparation slot (prepgate.go); the slot
+// is the request's until rq.endPreparation.
+func (rq *request) startPreparation() error {
+	g := rq.h.prep
+	if g == nil {
+		return nil
 	}
-	b.used += n
-	return true
+	t, err := g.enter(rq.r.Context())
+	if err != nil {
+		return err
+	}
+	rq.prep = t
+	return nil
 }
 
-// release gives n bytes back.
-func (b *bodyBudget) release(n int64) {
-	b.mu.Lock()
-	b.used -= n
-	b.mu.Unlock()
+// readInTurn reads the body from src holding the request's preparation
+// slot, giving the slot back while an upload takes longer than its turn
+// and taking one again once the body is in.
+func (rq *request) readInTurn(src io.Reader, wd *transport.Watchdog) ([]byte, error) {
+	rq.prep.uploading()
+	body, err := transport.ReadAll(transport.ProgressReader{R: src, WD: wd}, rq.h.MaxRequestBytes, rq.r.ContentLength)
+	if err != nil {
+		return nil, err
+	}
+	if err := rq.prep.uploaded(rq.r.Context()); err != nil {
+		return nil, err
+	}
+	return body, nil
 }
 
-// budgetReader reserves budget for a body of unknown length as it is read.
-type budgetReader struct {
-	r    io.Reader
-	b    *bodyBudget
-	held *int64 // the request's reservation, released when it ends
-	read int64
-}
-
-// Read reserves budget for what it may read (at most budgetStep at a
-// time) before reading it, and fails with errBudget when it cannot.
-func (br *budgetReader) Read(p []byte) (int, error) {
-	if len(p) > budgetStep {
-		p = p[:budgetStep]
-	}
-	if need := br.read + int64(len(p)) - *br.held; need > 0 {
-		if !br.b.reserve(need) {
-			return 0, errBudget
-		}
-		*br.held += need
-	}
-	n, err := br.r.Read(p)
-	br.read += int64(n)
-	return n, err
-}
-
-// budgetedBody counts the request's body against the handler's budget and
-// returns the reader to read it through: r itself when its whole
-// Content-Length fits (fits is false when it does not: nothing may be
-// read or allocated for it), or, for a body of unknown length, a reader
-// that reserves as it reads and fails with errBudget past the budget.
-func (rq *request) budgetedBody(r io.Reader) (src io.Reader, fits bool) {
-	b := rq.h.budget
-	if b == nil {
-		return r, true
-	}
-	if cl := rq.r.ContentLength; cl > 0 {
-		if !b.reserve(cl) {
-			return nil, false
-		}
-		rq.held = cl
-		return r, true
-	}
-	return &budgetReader{r: r, b: b, held: &rq.held}, true
-}
+// endPreparation gives the request's preparation slot back: its body
+// has been translated and its cache session prepared (or it failed). It
+// is safe to call more than once; request.close calls it too.
+func (rq *request) endPreparation() { rq.prep.leave() }
 
 // discardBody reads the rest of a body the budget refused, without keeping
 // it (up to limit bytes), so that the client, which is still sending it,
@@ -216,23 +191,6 @@ func discardBody(r io.Reader, limit int64) error {
 		return transport.ErrTooLarge
 	}
 	return nil
-}
-
-// releaseBody gives the request's reservation back; ServeHTTP defers it.
-func (rq *request) releaseBody() {
-	if rq.held > 0 {
-		rq.h.budget.release(rq.held)
-		rq.held = 0
-	}
-}
-
-// failBusy answers 503 when the body budget is exhausted. The client is
-// authenticated and its body has been discarded (bodyRead), so the
-// connection stays usable.
-func (rq *request) failBusy() {
-	rq.w.Header().Set("Retry-After", "1")
-	rq.fail(apierr.New(http.StatusServiceUnavailable, apierr.TypeServer, "server_busy",
-		"The relay is holding as many request bytes as its max_request_bytes_in_flight allows; retry shortly."), "request_budget_exhausted")
 }
 
 func tooLarge(limit int64) *apierr.Error {

@@ -44,7 +44,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //
 //	    # limits
 //	    max_request_bytes   <size>       # default 64MiB; larger bodies get 413
-//	    max_request_bytes_in_flight <size> # default 256MiB of bodies held at once; beyond it 503
+//	    max_request_bytes_in_flight <size> # default 256MiB of bodies held at once; beyond it wait up to 5s, then 503
 //	    max_response_bytes  <size>       # default 64MiB for buffered JSON and error bodies
 //	    max_sse_event_bytes <size>       # default 8MiB per upstream SSE event
 //

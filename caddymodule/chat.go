@@ -53,6 +53,9 @@ func (rq *request) serveChat() {
 	if !ok {
 		return
 	}
+	// the next request may read its body: this one holds only what it
+	// sends upstream from here on
+	rq.endPreparation()
 	if !cs.handled() {
 		treq.KeepCallerStorage() // storage is overridden only for cached requests
 	}
@@ -119,9 +122,11 @@ func (rq *request) postChat(ctx context.Context, treq *translate.Request, cs *ca
 		}
 		if isSuccess(resp) {
 			// the upstream has the body: its input items (about the size
-			// of the history) need not stay while the answer is relayed
-			treq.Input = nil
+			// of the history) need not stay while the answer is relayed,
+			// and the body budget need not count them
+			treq.DropInput()
 			cs.answered()
+			rq.releaseBody()
 			return resp, true
 		}
 		e, ok := rq.upstreamError(ctx, resp, idle)

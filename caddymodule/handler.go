@@ -100,11 +100,14 @@ type Handler struct {
 
 	// MaxRequestBytesInFlight is the budget of client body bytes this
 	// handler holds at once, across requests. A body counts from the
-	// start of its upload (its whole Content-Length at once) until its
-	// request ends; a request that would exceed the budget gets 503
-	// server_busy with Retry-After at once, before its body is read. The
-	// relay's memory for large bodies peaks at about twice this. At least
-	// max_request_bytes. Default: 256 MiB (or max_request_bytes if larger).
+	// start of its upload (its whole Content-Length at once, or a chunked
+	// body as it arrives) until the upstream has answered its request
+	// (or the request ends first). A body whose Content-Length does not
+	// fit waits up to 5s for room, reading nothing, and then gets 503
+	// server_busy with Retry-After; a chunked body gets that 503 as soon
+	// as it would exceed the budget. The relay's memory for large bodies
+	// peaks at about twice this. At least max_request_bytes. Default:
+	// 256 MiB (or max_request_bytes if larger).
 	MaxRequestBytesInFlight int64 `json:"max_request_bytes_in_flight,omitempty"`
 
 	// MaxResponseBytes caps a buffered upstream JSON answer or error body.
@@ -151,6 +154,7 @@ type Handler struct {
 	translator translate.Config
 	models     []string
 	budget     *bodyBudget
+	prep       *prepGate // preparation slots (prepgate.go)
 	logger     *zap.Logger
 	cache      *CacheApp
 
@@ -228,6 +232,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.MaxRequestBytesInFlight = max(DefaultMaxRequestBytesInFlight, h.MaxRequestBytes)
 	}
 	h.budget = &bodyBudget{limit: h.MaxRequestBytesInFlight}
+	h.prep = newPrepGate(prepSlots, prepUploadTurn)
 	if h.MaxResponseBytes == 0 {
 		h.MaxResponseBytes = DefaultMaxResponseBytes
 	}

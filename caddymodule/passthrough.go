@@ -43,12 +43,14 @@ func (rq *request) serveResponses() {
 	if !rq.fenceCache(ctx, probe.Model) {
 		return
 	}
+	rq.endPreparation()
 	idle := transport.NewWatchdog(time.Duration(h.IdleTimeout), func() { cancel(errUpstreamIdle) })
 	defer idle.Stop()
 	resp, ok := rq.postUpstream(ctx, net.Buffers{body}, int64(len(body)), probe.Stream, idle)
 	if !ok {
 		return
 	}
+	rq.releaseBody() // the upstream has answered: the body is not needed any more
 	defer resp.Body.Close()
 	if !isSuccess(resp) {
 		if e, ok := rq.upstreamError(ctx, resp, idle); ok {

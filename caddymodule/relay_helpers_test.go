@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -52,6 +53,11 @@ func startRelayTo(t testing.TB, enabled bool, upstream http.Handler) *Handler {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.cache.Stop(); _ = h.cache.Cleanup() })
+	// (runs first) the resolves of delivered sessions hold the ledger
+	// open after their response; let them end before the ledger is
+	// released, so that it closes now rather than in a goroutine that
+	// outlives the test
+	t.Cleanup(func() { awaitSettled(context.Background()) })
 	return h
 }
 

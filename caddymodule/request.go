@@ -52,6 +52,9 @@ type request struct {
 	drainAfterAnswer bool
 	// held is the request's reservation of the handler's body budget
 	held int64
+	// prep is the request's preparation slot (prepgate.go), nil before
+	// it has one
+	prep *prepTicket
 }
 
 // newRequestID returns a random request ID such as
@@ -63,9 +66,10 @@ func newRequestID() string {
 }
 
 // close releases what the request holds once it has been answered: the
-// body log's open phases, the cache pin and the body budget. ServeHTTP
-// defers it.
+// body log's open phases, the cache pin, a preparation slot a failed
+// request still holds and the body budget. ServeHTTP defers it.
 func (rq *request) close() {
+	rq.endPreparation()
 	rq.bodies.Finish()
 	if rq.unpin != nil {
 		rq.unpin()

@@ -52,6 +52,21 @@ func (r *Request) BodyParts() (net.Buffers, int64, error) {
 	return parts, n, nil
 }
 
+// DropInput lets the input items go once the upstream has accepted the
+// request (they are about as large as the history): Body and BodyParts
+// then have no input to send. The field values of a Responses-shaped body,
+// which are bytes of the client's body, are copied, so that the client's
+// body can go too.
+func (r *Request) DropInput() {
+	r.Input = nil
+	if r.Shape == ShapeChat {
+		return // ReleaseClientBody copied them
+	}
+	for i, f := range r.Fields {
+		r.Fields[i].Value = append(json.RawMessage(nil), f.Value...)
+	}
+}
+
 // ReleaseClientBody lets the client's body be collected once the reasoning
 // cache has identified the request: it drops History (which references
 // the body) and, for a Chat body, copies the field values, which may

@@ -84,3 +84,37 @@ func TestReleaseCopiesSmallShareOfLargeMessages(t *testing.T) {
 		t.Fatal("the large message still shares the client body")
 	}
 }
+
+// TestDropInputFreesTheClientBody: once the upstream has the request,
+// DropInput drops the input items and leaves no field value that is a
+// byte of the client's body, for either shape, so that a large body is
+// not kept while the answer streams.
+func TestDropInputFreesTheClientBody(t *testing.T) {
+	for _, body := range []string{
+		`{"model":"gpt-5.2","metadata":{"k":"v"},"messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"gpt-5.2","metadata":{"k":"v"},"input":[{"type":"message","role":"user","content":"hi"}]}`,
+	} {
+		src := []byte(body)
+		treq, aerr := Translate(src, &Config{})
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+		treq.ReleaseClientBody()
+		treq.DropInput()
+		if treq.Input != nil {
+			t.Fatalf("%s: input kept", body)
+		}
+		want := make([]string, len(treq.Fields))
+		for i, f := range treq.Fields {
+			want[i] = string(f.Value)
+		}
+		for i := range src {
+			src[i] = 'X'
+		}
+		for i, f := range treq.Fields {
+			if string(f.Value) != want[i] {
+				t.Fatalf("%s: field %s still shares the client body: %s", body, f.Key, f.Value)
+			}
+		}
+	}
+}

@@ -10,11 +10,13 @@
 //	go run ./tests/loadharness -profile /tmp/lh-prof   # the same plus profiles, about 30 s more
 //	go run ./tests/loadharness -duration 30s -rounds 4 # a longer, steadier run (about 25 minutes)
 //	go run ./tests/loadharness -sizes 200KB -cache on -workloads sse -concurrency 8 -burst 0
+//	go run ./tests/loadharness -sizes none -profile /tmp/lh-burst  # the memory burst alone, about 40 s
 //
 // Flags:
 //
 //	-sizes 20KB,200KB,2MB  history sizes (B, KB, MB, KiB, MiB): the size of the
-//	                    final Chat Completions request, within a few percent
+//	                    final Chat Completions request, within a few percent;
+//	                    none measures no table, only the burst
 //	-cache off,on       relay settings to measure: off (no reasoning_cache) and
 //	                    on (reasoning_cache enabled, default settings, ledger
 //	                    in a temporary directory)

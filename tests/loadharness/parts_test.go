@@ -164,6 +164,10 @@ func TestParseFlags(t *testing.T) {
 		on.Sizes[1].bytes != 300 || on.Burst != 0 || on.ProfileDir != "/tmp/p" {
 		t.Fatalf("-cache on -sizes ... = %+v, %v", on, err)
 	}
+	burstOnly, err := parseFlags([]string{"-sizes", "none", "-burst", "10"}, &errw)
+	if err != nil || len(burstOnly.Sizes) != 0 || burstOnly.Burst != 10 {
+		t.Fatalf("-sizes none = %+v, %v", burstOnly, err)
+	}
 	sse, err := parseFlags([]string{"-workloads", "sse"}, &errw)
 	if err != nil || len(sse.Workloads) != 1 || sse.Workloads[0].name != "sse" {
 		t.Fatalf("-workloads sse = %+v, %v", sse.Workloads, err)
@@ -183,6 +187,7 @@ func TestParseFlags(t *testing.T) {
 		{"-sizes", "0KB"},
 		{"-sizes", ""},
 		{"-sizes", "65MiB"},
+		{"-sizes", "none", "-burst", "0"},
 		{"-burst", "-1"},
 		{"-burst-size", "x"},
 		{"-profile", "/tmp/p", "-profile-time", "10ms"},

@@ -45,8 +45,8 @@ func (c config) validate() error {
 		return fmt.Errorf("loadharness: -concurrency needs at least one level")
 	case len(c.Workloads) == 0:
 		return fmt.Errorf("loadharness: -workloads needs json, sse or both")
-	case len(c.Sizes) == 0:
-		return fmt.Errorf("loadharness: -sizes needs at least one size")
+	case len(c.Sizes) == 0 && c.Burst == 0:
+		return fmt.Errorf("loadharness: -sizes none needs a burst: there is nothing else to measure")
 	case len(c.Caches) == 0:
 		return fmt.Errorf("loadharness: -cache needs off, on or both")
 	case c.Rounds <= 0:
@@ -133,12 +133,41 @@ func run(ctx context.Context, cfg config, out, logw io.Writer) (*results, error)
 		return nil, fmt.Errorf("loadharness: caddy binary: %w", err)
 	}
 	fake, upURL := startUpstream(tb)
+	res := &results{}
+	if len(cfg.Sizes) > 0 {
+		if err := runTable(ctx, tb, fake, upURL, bin, loadStart, cfg, res, out, logw); err != nil {
+			return res, err
+		}
+	} else {
+		fmt.Fprintf(out, "load average at start: %s\n", loadStart)
+	}
+	if cfg.Burst > 0 {
+		br, err := runBurst(ctx, tb, fake, upURL, bin, cfg, out)
+		res.Burst = br
+		if err != nil {
+			return res, err
+		}
+	}
+	for _, p := range res.Profiles {
+		printProfile(out, p)
+	}
+	if res.Burst != nil && res.Burst.Profile != nil {
+		printProfile(out, *res.Burst.Profile)
+	}
+	fmt.Fprintf(out, "load average at end: %s\n", loadAverage())
+	return res, nil
+}
+
+// runTable starts one Caddy per cache setting, measures every cell of the
+// table (and the per-size profiles) and prints the table into res and
+// out; the Caddy processes are stopped when it returns.
+func runTable(ctx context.Context, tb *programTB, fake *fakeupstream.Server, upURL, bin, loadStart string, cfg config, res *results, out, logw io.Writer) error {
 	stacks := make([]*stack, len(cfg.Caches))
 	var builderStack *stack // the one conversations are built through: cache on if measured
 	for i, on := range cfg.Caches {
 		st, err := startStack(tb, fake, upURL, cfg.LogLevel, on)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		stacks[i] = st
 		if builderStack == nil || on {
@@ -162,14 +191,13 @@ func run(ctx context.Context, cfg config, out, logw io.Writer) (*results, error)
 	}
 	printHeader(out, h)
 
-	res := &results{}
 	b := &builder{client: client, url: builderStack.relayURL + "/v1/chat/completions", fake: fake,
 		name: "cache-" + cacheName(builderStack.cache)}
 	measureErr := measureSizes(ctx, client, b, stacks, bin, cfg, res, out)
 	// what was measured is printed even when a later part failed
 	fmt.Fprintln(out)
 	if err := printTable(out, res.Cells); err != nil {
-		return res, err
+		return err
 	}
 	if measureErr != nil || res.failed() {
 		for _, st := range stacks {
@@ -177,7 +205,7 @@ func run(ctx context.Context, cfg config, out, logw io.Writer) (*results, error)
 		}
 	}
 	if measureErr != nil {
-		return res, measureErr
+		return measureErr
 	}
 	fmt.Fprintf(out, "\nclient connections opened:")
 	for _, st := range stacks {
@@ -188,22 +216,7 @@ func run(ctx context.Context, cfg config, out, logw io.Writer) (*results, error)
 	for _, st := range stacks {
 		st.caddy.Stop()
 	}
-
-	if cfg.Burst > 0 {
-		br, err := runBurst(ctx, tb, fake, upURL, bin, cfg, out)
-		res.Burst = br
-		if err != nil {
-			return res, err
-		}
-	}
-	for _, p := range res.Profiles {
-		printProfile(out, p)
-	}
-	if res.Burst != nil && res.Burst.Profile != nil {
-		printProfile(out, *res.Burst.Profile)
-	}
-	fmt.Fprintf(out, "load average at end: %s\n", loadAverage())
-	return res, nil
+	return nil
 }
 
 // measureSizes builds each size's conversations and measures its cells

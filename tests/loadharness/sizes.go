@@ -37,7 +37,11 @@ func parseSize(s string) (historySize, error) {
 }
 
 // parseSizes parses a comma-separated list of sizes, keeping their order.
+// "none" is no size at all: the run measures only the burst.
 func parseSizes(s string) ([]historySize, error) {
+	if strings.TrimSpace(s) == "none" {
+		return nil, nil
+	}
 	var out []historySize
 	for _, f := range strings.Split(s, ",") {
 		if strings.TrimSpace(f) == "" {
@@ -50,7 +54,7 @@ func parseSizes(s string) ([]historySize, error) {
 		out = append(out, hs)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("loadharness: -sizes needs at least one size")
+		return nil, fmt.Errorf("loadharness: -sizes needs at least one size (or none)")
 	}
 	return out, nil
 }
