@@ -59,6 +59,7 @@ func (b *bodyBudget) reserve(n int64) bool {
 		return false
 	}
 	b.used += n
+	relayCounters.bodyBytes.Add(n)
 	return true
 }
 
@@ -74,6 +75,7 @@ func (b *bodyBudget) reserveWait(ctx context.Context, n int64) bool {
 		if b.used+n <= b.limit {
 			b.used += n
 			b.mu.Unlock()
+			relayCounters.bodyBytes.Add(n)
 			return true
 		}
 		if b.freed == nil {
@@ -108,6 +110,7 @@ func (b *bodyBudget) waitLimit() time.Duration {
 func (b *bodyBudget) release(n int64) {
 	b.mu.Lock()
 	b.used -= n
+	relayCounters.bodyBytes.Add(-n)
 	if b.freed != nil {
 		close(b.freed)
 		b.freed = nil

@@ -42,6 +42,12 @@ type relayStats struct {
 	responses   [2]atomic.Int64                  // [replayed] responses whose usage was counted
 	tokens      [2][len(tokenKinds)]atomic.Int64 // [replayed][kind]
 	bodyLogGone atomic.Int64                     // drops of body-log writers that have closed
+	// prepWaiting is how many requests wait for a preparation slot now,
+	// across every handler (prepgate.go).
+	prepWaiting atomic.Int64
+	// bodyBytes is how many client body bytes the handlers' body budgets
+	// count now (budget.go).
+	bodyBytes atomic.Int64
 }
 
 // routeIndex maps a route name to its index in routes.
@@ -162,6 +168,8 @@ var (
 	descSessions       = desc("cache_sessions", "Requests holding a reasoning cache session now.")
 	descSessionBytes   = desc("cache_session_bytes", "Bytes of the memory budget held by sessions now.")
 	descSessionCap     = desc("cache_session_capacity_bytes", "Bytes of the memory budget sessions may hold in total.")
+	descPrepWaiting    = desc("prep_waiting", "Requests waiting for a preparation slot now, their bodies not yet read.")
+	descBodyBytes      = desc("request_body_bytes", "Client body bytes counted against max_request_bytes_in_flight now.")
 	descDatabaseBytes  = desc("ledger_database_bytes", "Size of the ledger's database file.")
 	descWALBytes       = desc("ledger_wal_bytes", "Size of the ledger's write-ahead log.")
 	descResponses      = desc("usage_responses_total", "Upstream answers whose token usage was counted, by whether the request carried replayed reasoning.", "replayed")
@@ -175,7 +183,7 @@ func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRequests, descCacheRequests, descBypasses, descReplayPlans,
 		descReplayedBlocks, descReplayOK, descRejections, descResends, descCapacity, descPoisons,
 		descConflicts, descObservations, descPayloads, descPayloadBytes, descSessions, descSessionBytes,
-		descSessionCap, descDatabaseBytes, descWALBytes, descResponses, descTokens, descBodyLogDrops, descSnapshots} {
+		descSessionCap, descPrepWaiting, descBodyBytes, descDatabaseBytes, descWALBytes, descResponses, descTokens, descBodyLogDrops, descSnapshots} {
 		ch <- d
 	}
 	commitSeconds.Describe(ch)
@@ -225,6 +233,8 @@ func (collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descSessions, int64(sessions.Sessions))
 	gauge(descSessionBytes, sessions.BytesUsed)
 	gauge(descSessionCap, sessions.Capacity)
+	gauge(descPrepWaiting, relayCounters.prepWaiting.Load())
+	gauge(descBodyBytes, relayCounters.bodyBytes.Load())
 	gauge(descDatabaseBytes, dbBytes)
 	gauge(descWALBytes, walBytes)
 	for i, replayed := range []string{"false", "true"} {

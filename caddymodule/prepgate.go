@@ -75,7 +75,11 @@ func (t *prepTicket) take(ctx context.Context) error {
 	case g.slots <- struct{}{}: // a free slot: no waiting counted
 	default:
 		g.waiting.Add(1)
-		defer g.waiting.Add(-1)
+		relayCounters.prepWaiting.Add(1)
+		defer func() {
+			g.waiting.Add(-1)
+			relayCounters.prepWaiting.Add(-1)
+		}()
 		select {
 		case g.slots <- struct{}{}:
 		case <-ctx.Done():

@@ -121,6 +121,18 @@ func TestWaitingRequestHoldsNoBody(t *testing.T) {
 	if n := read(); n > 0 {
 		t.Fatalf("%d of %d requests read their body while %d uploads held every preparation slot", n, behind, slots)
 	}
+	// status and metrics show the queue and the bytes the budget counts
+	// (every request reserved its Content-Length before it queued)
+	var declared int64
+	for i := range slots {
+		declared += int64(len(gateChat(fmt.Sprintf("stalled-%d", i))))
+	}
+	for i := range behind {
+		declared += int64(len(gateChat(fmt.Sprintf("behind-%d", i))))
+	}
+	if a := buildStatus(context.Background()).Admission; a.PrepWaiting != behind || a.BodyBytes != declared {
+		t.Fatalf("status admission = %+v, want prep_waiting %d and body_bytes %d", a, behind, declared)
+	}
 	for _, b := range stalled {
 		b.release()
 	}
@@ -136,6 +148,9 @@ func TestWaitingRequestHoldsNoBody(t *testing.T) {
 	}
 	if n := len(h.prep.slots); n != 0 {
 		t.Fatalf("%d preparation slots still taken after every request ended", n)
+	}
+	if a := buildStatus(context.Background()).Admission; a != (AdmissionStatus{}) {
+		t.Fatalf("status admission after every request ended = %+v, want zeros", a)
 	}
 }
 

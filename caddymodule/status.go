@@ -68,6 +68,9 @@ type Status struct {
 	Cache reasoningcache.CounterValues `json:"cache"`
 	// Sessions is the engine's memory accounting now.
 	Sessions SessionStatus `json:"sessions"`
+	// Admission is what the handlers hold and queue before preparing
+	// requests, across every handler.
+	Admission AdmissionStatus `json:"admission"`
 	// Usage is the upstream token usage of answered chat requests, apart
 	// for requests that carried replayed reasoning and those that did not.
 	Usage UsageSplit `json:"usage"`
@@ -92,6 +95,17 @@ type SessionStatus struct {
 	BytesInUse int64 `json:"bytes_in_use"`
 	// CapacityBytes is what sessions may hold in total.
 	CapacityBytes int64 `json:"capacity_bytes"`
+}
+
+// AdmissionStatus is the handlers' admission state now: requests queued
+// for a preparation slot and client body bytes held.
+type AdmissionStatus struct {
+	// PrepWaiting is how many requests wait for a preparation slot, their
+	// bodies not yet read.
+	PrepWaiting int64 `json:"prep_waiting"`
+	// BodyBytes is how many client body bytes are counted against
+	// max_request_bytes_in_flight.
+	BodyBytes int64 `json:"body_bytes"`
 }
 
 // UsageSplit is token usage with and without replayed reasoning.
@@ -262,6 +276,10 @@ func buildStatus(ctx context.Context) Status {
 		Requests:      map[string]map[string]int64{},
 		Cache:         engineCounters.Values(),
 		BodyLogDrops:  bodyLogDrops(),
+		Admission: AdmissionStatus{
+			PrepWaiting: relayCounters.prepWaiting.Load(),
+			BodyBytes:   relayCounters.bodyBytes.Load(),
+		},
 	}
 	for r, route := range routes {
 		m := map[string]int64{}
