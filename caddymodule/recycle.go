@@ -13,14 +13,17 @@ import (
 // and the buffer its input items were translated into, back to package
 // bufpool once nothing can read them any more, so that the next request
 // of a long history reuses them instead of allocating (and the garbage
-// collector marking the heap for) megabytes afresh. Nothing can read them
-// once the upstream has accepted the request (the translation then drops
-// its input items, see postChat) or serveChat has returned, whichever
-// comes first, and the upstream transport has closed every body it was
-// given (it may write a body on after the answer arrived): each is a hold
-// on the buffers, and the last one let go recycles them. A request that
-// streams its answer for minutes thus holds neither buffer meanwhile, as
-// before.
+// collector marking the heap for) megabytes afresh. The body goes back as
+// soon as the translation reports that no byte of it is referenced
+// (translate.Request.ReleaseClientBody, before the upstream call; a body
+// some of whose messages are sent as they came waits for the items).
+// Nothing can read the items once the upstream has accepted the request
+// (the translation then drops them, see postChat) or serveChat has
+// returned, whichever comes first, and the upstream transport has closed
+// every body it was given (it may write a body on after the answer
+// arrived): each is a hold on the buffers, and the last one let go
+// recycles them. A request that waits or streams for minutes thus holds
+// no more meanwhile than before.
 //
 // Only a request with neither a reasoning cache session nor a body log
 // recycles: a cache session keeps input items and history for its ledger
