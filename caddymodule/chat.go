@@ -39,7 +39,10 @@ func (rq *request) serveChat() {
 	if !ok {
 		return
 	}
+	rc := rq.newRecycler(body)
+	defer rc.release()
 	treq, aerr := translate.Translate(body, &h.translator) // 2
+	rc.translated(treq)
 	model, stream := chatModel(treq)
 	rq.logClientRequest(body, model, stream)
 	if aerr != nil {
@@ -61,12 +64,14 @@ func (rq *request) serveChat() {
 	}
 	// from here on only the translation is needed: a large client body
 	// can be collected while the request is relayed
-	treq.ReleaseClientBody()
+	if treq.ReleaseClientBody() {
+		rc.bodyFree()
+	}
 
 	idle := transport.NewWatchdog(time.Duration(h.IdleTimeout), func() { cancel(errUpstreamIdle) })
 	defer idle.Stop()
 	var ans chatAnswer
-	resp, ok := rq.postChat(ctx, treq, cs, idle) // 4
+	resp, ok := rq.postChat(ctx, treq, cs, idle, rc) // 4
 	if ok {
 		defer resp.Body.Close()
 		ans, ok = rq.relayChat(ctx, cancel, resp, idle, treq.Stream, rq.chatOptions(treq, cs), cs) // 5
@@ -108,7 +113,7 @@ func (rq *request) chatOptions(treq *translate.Request, cs *cacheSession) transl
 // rejects replayed reasoning before anything reached the client, the
 // cache records a conflict for exactly those turns and the request is sent
 // once more without replay. On failure it has answered the client.
-func (rq *request) postChat(ctx context.Context, treq *translate.Request, cs *cacheSession, idle *transport.Watchdog) (*http.Response, bool) {
+func (rq *request) postChat(ctx context.Context, treq *translate.Request, cs *cacheSession, idle *transport.Watchdog, rc *recycler) (*http.Response, bool) {
 	for attempt := 1; ; attempt++ {
 		parts, n, err := treq.BodyParts()
 		if err != nil {
@@ -116,7 +121,7 @@ func (rq *request) postChat(ctx context.Context, treq *translate.Request, cs *ca
 				"The relay could not encode the upstream request."), "translation_failed")
 			return nil, false
 		}
-		resp, ok := rq.postUpstream(ctx, parts, n, treq.Stream, idle)
+		resp, ok := rq.postUpstream(ctx, parts, n, treq.Stream, idle, rc)
 		if !ok {
 			return nil, false
 		}
@@ -127,6 +132,9 @@ func (rq *request) postChat(ctx context.Context, treq *translate.Request, cs *ca
 			treq.DropInput()
 			cs.answered()
 			rq.releaseBody()
+			// nothing of the request references the body or the input
+			// items any more (with a cache session or a body log rc is nil)
+			rc.release()
 			return resp, true
 		}
 		e, ok := rq.upstreamError(ctx, resp, idle)

@@ -46,7 +46,7 @@ func (rq *request) serveResponses() {
 	rq.endPreparation()
 	idle := transport.NewWatchdog(time.Duration(h.IdleTimeout), func() { cancel(errUpstreamIdle) })
 	defer idle.Stop()
-	resp, ok := rq.postUpstream(ctx, net.Buffers{body}, int64(len(body)), probe.Stream, idle)
+	resp, ok := rq.postUpstream(ctx, net.Buffers{body}, int64(len(body)), probe.Stream, idle, nil)
 	if !ok {
 		return
 	}

@@ -24,11 +24,13 @@ import (
 // postUpstream sends a body (parts of n bytes) to the upstream's responses
 // endpoint with the client headers that are forwarded. The request is
 // built once, and the body log records it as built. The response's body
-// is recorded as it is read. On failure (no response) the client has been
-// answered.
-func (rq *request) postUpstream(ctx context.Context, parts net.Buffers, n int64, stream bool, idle *transport.Watchdog) (*http.Response, bool) {
+// is recorded as it is read. rc (nil: none) holds the buffers the parts
+// are in until the transport lets go of them. On failure (no response) the
+// client has been answered.
+func (rq *request) postUpstream(ctx context.Context, parts net.Buffers, n int64, stream bool, idle *transport.Watchdog, rc *recycler) (*http.Response, bool) {
 	req, err := rq.h.upstream.NewRequest(ctx, "responses", parts, n, stream, rq.upstreamHeaders())
 	if err == nil {
+		rc.upstream(req)
 		rq.logUpstreamRequest(req, parts)
 		idle.Kick()
 		var resp *http.Response

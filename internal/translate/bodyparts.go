@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bufpool"
 )
 
 // Constant parts of every upstream body, shared by all requests and never
@@ -74,22 +76,31 @@ func (r *Request) DropInput() {
 // the client sent them, unless they make up most of the body (then
 // keeping the body costs less than copying them). The input items of a
 // Responses-shaped body are the body's own bytes and stay as they are.
-func (r *Request) ReleaseClientBody() {
+//
+// It reports whether the request references no byte of the client's body
+// any more (a Chat body none of whose messages stays aliased), so that the
+// caller may reuse the body's buffer at once.
+func (r *Request) ReleaseClientBody() (bodyFree bool) {
 	r.History = nil
 	aliased, size := r.aliased, r.clientSize
 	r.aliased, r.clientSize = nil, 0
 	if r.Shape != ShapeChat {
-		return
+		return false
 	}
 	for i, f := range r.Fields {
 		r.Fields[i].Value = append(json.RawMessage(nil), f.Value...)
 	}
+	r.callerStore = copyRaw(r.callerStore)
+	r.callerInclude = copyRaw(r.callerInclude)
 	n := 0
 	for _, a := range aliased {
 		n += len(a)
 	}
-	if n == 0 || n > size/2 {
-		return
+	if n == 0 {
+		return true
+	}
+	if n > size/2 {
+		return false
 	}
 	for i, it := range r.Input {
 		for _, a := range aliased {
@@ -98,5 +109,30 @@ func (r *Request) ReleaseClientBody() {
 				break
 			}
 		}
+	}
+	return true
+}
+
+// copyRaw returns a copy of v (nil for nil).
+func copyRaw(v json.RawMessage) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	return append(json.RawMessage{}, v...)
+}
+
+// Recycle gives the buffer the input items of a Chat body were built in
+// back to package bufpool, for the next request to build its items in,
+// and forgets the items, the history and the caller's storage values
+// (which may be bytes of the client's body). The caller promises that nothing
+// references an input item any more: not Input, not the parts BodyParts
+// returned (an upstream transport may read them until it closes the
+// body), not a cache session. Calling it more than once is harmless.
+func (r *Request) Recycle() {
+	out := r.out
+	r.out, r.Input, r.History, r.aliased = nil, nil, nil, nil
+	r.callerStore, r.callerInclude = nil, nil
+	if out != nil {
+		bufpool.Put(out)
 	}
 }

@@ -30,7 +30,9 @@ func TestBodyPartsEqualsBody(t *testing.T) {
 		// releasing the client body changes nothing that is sent
 		src := []byte(body)
 		treq, _ = Translate(src, &Config{})
-		treq.ReleaseClientBody()
+		if free := treq.ReleaseClientBody(); free != (treq.Shape == ShapeChat) {
+			t.Fatalf("%s: ReleaseClientBody reports the body free: %v", body, free)
+		}
 		for i := range src {
 			src[i] = 'X'
 		}
@@ -56,7 +58,9 @@ func TestLargePlainMessageIsNotCopied(t *testing.T) {
 	if len(treq.Input) != 2 || string(treq.Input[1]) != msg || string(treq.Input[0]) != `{"type":"message","role":"system","content":"s"}` {
 		t.Fatalf("input %.80q", treq.Input)
 	}
-	treq.ReleaseClientBody()
+	if treq.ReleaseClientBody() {
+		t.Fatal("the body is reported free while a message is its bytes")
+	}
 	body[bytes.Index(body, []byte("xxxx"))] = 'y'
 	if !bytes.Contains(treq.Input[1], []byte(`"content":"yxxx`)) {
 		t.Fatal("the large message was copied")
@@ -78,7 +82,9 @@ func TestReleaseCopiesSmallShareOfLargeMessages(t *testing.T) {
 	if len(treq.Input) != 2 || string(treq.Input[1]) != msg {
 		t.Fatalf("input %.80q", treq.Input)
 	}
-	treq.ReleaseClientBody()
+	if !treq.ReleaseClientBody() {
+		t.Fatal("the body is not reported free once the message is copied")
+	}
 	body[bytes.Index(body, []byte("xxxx"))] = 'y'
 	if string(treq.Input[1]) != msg {
 		t.Fatal("the large message still shares the client body")
@@ -117,4 +123,67 @@ func TestDropInputFreesTheClientBody(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestReleaseCopiesCallerStorage: the caller's explicit store, which an
+// eligible request overrides, is bytes of the client's body; once
+// ReleaseClientBody has reported the body free, KeepCallerStorage still
+// puts back what the caller sent.
+func TestReleaseCopiesCallerStorage(t *testing.T) {
+	src := []byte(`{"model":"gpt-5.2","store":true,"messages":[{"role":"user","content":"hi"}]}`)
+	treq, aerr := Translate(src, &Config{})
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	if !treq.Eligible || treq.callerStore == nil {
+		t.Fatalf("the caller's storage was not overridden (eligible %v)", treq.Eligible)
+	}
+	if !treq.ReleaseClientBody() {
+		t.Fatal("a plain Chat body is not reported free")
+	}
+	for i := range src {
+		src[i] = 'X'
+	}
+	treq.KeepCallerStorage()
+	if v, _ := treq.Field("store"); string(v) != "true" {
+		t.Fatalf("store %s", v)
+	}
+}
+
+// TestRecycleReusesTheItemBuffer: after Recycle the request has no items
+// left, and a later translation that builds its items in the recycled
+// buffer produces exactly what a fresh one does.
+func TestRecycleReusesTheItemBuffer(t *testing.T) {
+	big := func(c string) []byte {
+		return []byte(`{"model":"gpt-5.2","messages":[{"role":"user","content":"q"},{"role":"assistant","content":"` +
+			strings.Repeat(c, 300<<10) + `"},{"role":"user","content":"more"}]}`)
+	}
+	fresh, aerr := Translate(big("b"), &Config{})
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	want, _ := fresh.Body()
+	for range 20 { // a garbage collection may empty the pool in between
+		a, aerr := Translate(big("a"), &Config{})
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+		used := &a.out[:1][0]
+		a.Recycle()
+		a.Recycle()
+		if a.Input != nil || a.History != nil || a.out != nil {
+			t.Fatal("items kept after Recycle")
+		}
+		b, aerr := Translate(big("b"), &Config{})
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+		if got, _ := b.Body(); !bytes.Equal(got, want) {
+			t.Fatal("a translation into a recycled buffer differs from a fresh one")
+		}
+		if &b.out[:1][0] == used {
+			return
+		}
+	}
+	t.Fatal("the recycled buffer was never reused")
 }

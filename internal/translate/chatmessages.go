@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/apierr"
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bufpool"
 	"github.com/reasoning-relay/caddy-reasoning-relay/internal/jsonscan"
 )
 
@@ -75,7 +76,8 @@ func (t *chatTranslator) messages(raw json.RawMessage) *apierr.Error {
 	est := len(raw)/512 + 8
 	t.req.History = make([]Message, 0, est)
 	t.req.Input = make([]json.RawMessage, 0, est+est/2)
-	t.out = make([]byte, 0, len(raw)+len(raw)/8+1024)
+	t.out = bufpool.Get(len(raw) + len(raw)/8 + 1024)
+	t.req.out = t.out
 	// one walk: each message is decoded where its end is found
 	i := jsonscan.SkipSpace(raw, 1)
 	for n := 0; i < len(raw) && raw[i] != ']'; n++ {

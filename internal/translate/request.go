@@ -66,6 +66,7 @@ type Request struct {
 
 	aliased    []json.RawMessage // Chat input items that are bytes of the client body
 	clientSize int               // the client body's size, for ReleaseClientBody
+	out        []byte            // the buffer the Chat input items were built in (package bufpool), for Recycle
 }
 
 // KeepCallerStorage puts the caller's explicit store and include values

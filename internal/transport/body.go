@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/reasoning-relay/caddy-reasoning-relay/internal/bufpool"
 )
 
 // ErrTooLarge is returned when a body exceeds its cap.
@@ -25,7 +27,10 @@ const maxPresize = 64 << 10
 // left behind add up to a third of it rather than all of it (they are
 // garbage the heap has to make room for when many large bodies arrive at
 // once); otherwise the buffer at most doubles. A limit <= 0 means no
-// limit.
+// limit. The buffers come from package bufpool (rounded up to its size
+// classes, at most an eighth larger); the ones grown through go back to
+// it, and the caller may give the result back (bufpool.Put) once nothing
+// references it.
 func ReadAll(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 	if limit > 0 && sizeHint > limit {
 		return nil, ErrTooLarge
@@ -34,31 +39,38 @@ func ReadAll(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 	if sizeHint > 0 {
 		size = halveTo(sizeHint+1, maxPresize+1)
 	}
-	buf := make([]byte, 0, size)
+	buf := bufpool.Get(int(size))
+	end := size // what the buffer may be filled to: its capacity can be larger
 	for {
-		if len(buf) == cap(buf) {
-			buf = grow(buf, limit, sizeHint)
+		if int64(len(buf)) == end {
+			end = nextSize(int64(len(buf)), limit, sizeHint)
+			// the buffer grown through goes back to the pool: nothing
+			// else has seen it
+			old := buf
+			buf = append(bufpool.Get(int(end)), old...)
+			bufpool.Put(old)
 		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
+		n, err := r.Read(buf[len(buf):end])
 		buf = buf[:len(buf)+n]
 		if limit > 0 && int64(len(buf)) > limit {
+			bufpool.Put(buf)
 			return nil, ErrTooLarge
 		}
 		if err == io.EOF {
 			return buf, nil
 		}
 		if err != nil {
+			bufpool.Put(buf)
 			return nil, fmt.Errorf("reading body: %w", err)
 		}
 	}
 }
 
-// grow returns a full buf with room for more: at most twice its length;
-// while the body keeps to sizeHint, the largest half (quarter, …) of
-// sizeHint+1 that is at most four times its length; never more than limit
-// plus one (enough to see that a body is too large).
-func grow(buf []byte, limit, sizeHint int64) []byte {
-	have := int64(len(buf))
+// nextSize returns the size to grow a full buffer of have bytes to: at
+// most twice have; while the body keeps to sizeHint, the largest half
+// (quarter, …) of sizeHint+1 that is at most four times have; never more
+// than limit plus one (enough to see that a body is too large).
+func nextSize(have, limit, sizeHint int64) int64 {
 	size := 2 * have
 	if sizeHint > 0 && have <= sizeHint {
 		size = halveTo(sizeHint+1, 4*have)
@@ -66,10 +78,7 @@ func grow(buf []byte, limit, sizeHint int64) []byte {
 	if limit > 0 {
 		size = min(size, limit+1)
 	}
-	size = max(size, have+1)
-	out := make([]byte, len(buf), size)
-	copy(out, buf)
-	return out
+	return max(size, have+1)
 }
 
 // halveTo halves n, rounding up, until it is at most most.

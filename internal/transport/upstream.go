@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -109,6 +110,7 @@ func (c *Upstream) NewRequest(ctx context.Context, path string, parts net.Buffer
 	req.Body, _ = req.GetBody()
 	req.ContentLength = n
 	if n == 0 {
+		req.Body.Close()
 		req.Body, req.GetBody = http.NoBody, nil
 	}
 	for k, vs := range extra {
@@ -145,10 +147,14 @@ func (c *Upstream) Do(req *http.Request) (*http.Response, error) {
 // bodySource holds the parts of a request body for the transport's
 // GetBody until Do drops them. The transport keeps its own copy of the
 // request while it reads the answer, so the parts are dropped here rather
-// than by clearing the request's GetBody.
+// than by clearing the request's GetBody. It counts the readers it opened
+// that are not closed yet, for OnBodyReleased.
 type bodySource struct {
-	mu    sync.Mutex
-	parts net.Buffers
+	mu      sync.Mutex
+	parts   net.Buffers
+	dropped bool
+	readers int    // opened and not closed
+	done    func() // OnBodyReleased's, run once
 }
 
 // bodySourceKey is the request context key of its bodySource.
@@ -158,16 +164,96 @@ type bodySourceKey struct{}
 // dropped (the transport no longer asks by then).
 func (s *bodySource) open() (io.ReadCloser, error) {
 	s.mu.Lock()
-	b := append(net.Buffers(nil), s.parts...)
-	s.mu.Unlock()
-	return io.NopCloser(&b), nil
+	defer s.mu.Unlock()
+	if s.dropped {
+		return http.NoBody, nil
+	}
+	s.readers++
+	return &partsReader{b: append(net.Buffers(nil), s.parts...), src: s}, nil
 }
 
 // drop forgets the parts.
 func (s *bodySource) drop() {
 	s.mu.Lock()
-	s.parts = nil
+	s.parts, s.dropped = nil, true
 	s.mu.Unlock()
+	s.released()
+}
+
+// readerClosed counts a reader closed.
+func (s *bodySource) readerClosed() {
+	s.mu.Lock()
+	s.readers--
+	s.mu.Unlock()
+	s.released()
+}
+
+// released runs done once the parts are dropped and every reader is
+// closed.
+func (s *bodySource) released() {
+	s.mu.Lock()
+	var done func()
+	if s.dropped && s.readers == 0 {
+		done, s.done = s.done, nil
+	}
+	s.mu.Unlock()
+	if done != nil {
+		done()
+	}
+}
+
+// partsReader reads a copy of the parts list (not of the bytes). Read and
+// Close exclude each other, and a closed reader reads nothing: once Close
+// has returned, no byte of the parts is read through it any more, even
+// when the transport closes the body from another goroutine while its
+// writer is still reading it (HTTP/2 does so to abort a body).
+type partsReader struct {
+	mu     sync.Mutex
+	b      net.Buffers
+	closed bool
+	src    *bodySource
+}
+
+// errBodyClosed is what a closed partsReader reads.
+var errBodyClosed = errors.New("upstream request body closed")
+
+func (r *partsReader) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0, errBodyClosed
+	}
+	return r.b.Read(p)
+}
+
+func (r *partsReader) Close() error {
+	r.mu.Lock()
+	was := r.closed
+	r.closed, r.b = true, nil
+	r.mu.Unlock()
+	if !was {
+		r.src.readerClosed()
+	}
+	return nil
+}
+
+// OnBodyReleased arranges for fn to run once nothing reads the body parts
+// of req (built by NewRequest) any more: Do has returned and the
+// transport has closed every reader of them it opened (it may go on
+// writing a body after the answer has arrived). fn runs at most once, on
+// whichever goroutine releases the parts last; it never runs for a request
+// that is never sent or whose body the transport never closes. A request
+// without a body runs fn at once.
+func OnBodyReleased(req *http.Request, fn func()) {
+	s, ok := req.Context().Value(bodySourceKey{}).(*bodySource)
+	if !ok {
+		fn()
+		return
+	}
+	s.mu.Lock()
+	s.done = fn
+	s.mu.Unlock()
+	s.released()
 }
 
 // CloseIdle closes idle upstream connections (on Cleanup).
