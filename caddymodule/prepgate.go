@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -43,9 +42,8 @@ const prepUploadTurn = 250 * time.Millisecond
 // prepGate hands out a handler's preparation slots in the order requests
 // ask for them.
 type prepGate struct {
-	slots   chan struct{}
-	turn    time.Duration // prepUploadTurn (tests shorten or lengthen it)
-	waiting atomic.Int64  // requests waiting for a slot
+	slots chan struct{}
+	turn  time.Duration // prepUploadTurn (tests shorten or lengthen it)
 }
 
 func newPrepGate(slots int, turn time.Duration) *prepGate {
@@ -74,12 +72,8 @@ func (t *prepTicket) take(ctx context.Context) error {
 	select {
 	case g.slots <- struct{}{}: // a free slot: no waiting counted
 	default:
-		g.waiting.Add(1)
-		relayCounters.prepWaiting.Add(1)
-		defer func() {
-			g.waiting.Add(-1)
-			relayCounters.prepWaiting.Add(-1)
-		}()
+		relayCounters.prepWaiting.Add(1) // status and metrics (admission)
+		defer relayCounters.prepWaiting.Add(-1)
 		select {
 		case g.slots <- struct{}{}:
 		case <-ctx.Done():

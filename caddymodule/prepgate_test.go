@@ -116,7 +116,7 @@ func TestWaitingRequestHoldsNoBody(t *testing.T) {
 		return n
 	}
 	waitFor(t, "the requests behind to wait or read", func() bool {
-		return h.prep.waiting.Load() == behind || read() > 0
+		return relayCounters.prepWaiting.Load() == behind || read() > 0
 	})
 	if n := read(); n > 0 {
 		t.Fatalf("%d of %d requests read their body while %d uploads held every preparation slot", n, behind, slots)
@@ -238,7 +238,7 @@ func TestHTTP2ReadsBeforeItsSlot(t *testing.T) {
 		_ = h.ServeHTTP(rec, req, nil)
 		done <- rec
 	}()
-	waitFor(t, "the HTTP/2 request to wait for a slot", func() bool { return h.prep.waiting.Load() == 1 })
+	waitFor(t, "the HTTP/2 request to wait for a slot", func() bool { return relayCounters.prepWaiting.Load() == 1 })
 	if !b.eof.Load() {
 		t.Fatal("the HTTP/2 request waits for a slot with its body unread")
 	}
