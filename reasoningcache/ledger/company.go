@@ -15,7 +15,7 @@ import "time"
 // arrived, so the intent, which dispatch waits for, waited behind it. Held
 // briefly instead, the resolve rides in the intent's own transaction: one
 // commit and one fsync where there were two, and pages both change (the
-// intents table and its indexes, the pin rows) written once.
+// intents table and its indexes) written once.
 //
 // Nothing waiting on a request's path is delayed: any other operation
 // releases the batch at once, and the first operation of a batch is

@@ -96,6 +96,10 @@ var migrations = []migration{
 				updated_at     INTEGER NOT NULL
 			) STRICT`,
 			`CREATE INDEX intents_start ON intents (scope_id, start_digest)`,
+			// 'pin' rows are no longer written: an unresolved intent's own
+			// plan is its pin (see eligiblePayloads); startup recovery
+			// deletes every intent, and with it any pin row an older build
+			// left.
 			`CREATE TABLE dependencies (
 				dependency_id  INTEGER PRIMARY KEY,
 				kind           TEXT    NOT NULL CHECK (kind IN ('ancestry', 'pin')),
